@@ -1,0 +1,171 @@
+"""Plain result types shared by the backend rooms, the UI and the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Optional
+
+
+@dataclass
+class KnowledgeBase:
+    name: str
+    collection: str
+    documents: int
+    chunks: int
+    embedding_model: str
+    dim: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PageText:
+    """The text of one PDF page after parsing or OCR (tables inlined as Markdown)."""
+    page: int  # 1-based
+    text: str
+    ocr: bool = False
+
+
+@dataclass
+class Chunk:
+    """A piece of a document as it is indexed."""
+    text: str
+    page: int  # first page, 1-based
+    page_end: int  # last page (== page unless the chunk crosses a page break)
+    chunk_index: int
+
+
+@dataclass
+class Figure:
+    """A figure or chart saved as PNG under the knowledge base's folder."""
+    id: str  # "<doc_id>/p3_fig1"
+    doc_id: str
+    file: str  # display file name of the document
+    page: int
+    path: str  # absolute path of the PNG inside data_dir
+    caption: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "file": self.file, "page": self.page, "path": self.path, "caption": self.caption}
+
+
+@dataclass
+class DocumentInfo:
+    doc_id: str
+    file: str
+    sha256: str
+    pages: int
+    ocr_pages: int
+    chunks: int
+    figures: int
+    status: str  # "pending" while ingesting, "complete" once every chunk is stored
+    created_at: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "pages": self.pages, "ocr_pages": self.ocr_pages, "chunks": self.chunks,
+                "figures": self.figures, "status": self.status, "doc_id": self.doc_id}
+
+
+@dataclass
+class IngestResult:
+    file: str
+    status: str  # indexed | duplicate | replaced | failed | cancelled
+    pages: int = 0
+    ocr_pages: int = 0
+    chunks: int = 0
+    figures: int = 0
+    seconds: float = 0.0
+    error: Optional[str] = None
+    empty_ocr_pages: list[int] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("indexed", "duplicate", "replaced")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "status": self.status, "pages": self.pages, "ocr_pages": self.ocr_pages,
+                "chunks": self.chunks, "figures": self.figures, "seconds": round(self.seconds, 3),
+                "error": self.error}
+
+
+@dataclass
+class ProgressEvent:
+    """One step of a long job. ``stage``: file, parse, ocr, embed, store, done."""
+    stage: str
+    file: str = ""
+    file_index: int = 0  # 1-based
+    file_count: int = 0
+    current: int = 0
+    total: int = 0
+    message: str = ""
+
+    @property
+    def fraction(self) -> float:
+        """Overall progress 0..1 across files, for progress bars."""
+        if not self.file_count:
+            return 0.0
+        within = (self.current / self.total) if self.total else 0.0
+        weights = {"file": 0.0, "parse": 0.6, "ocr": 0.6, "embed": 0.3, "store": 0.1, "done": 1.0}
+        offsets = {"file": 0.0, "parse": 0.0, "ocr": 0.0, "embed": 0.6, "store": 0.9, "done": 0.0}
+        stage_part = offsets.get(self.stage, 0.0) + weights.get(self.stage, 0.0) * within
+        return min(1.0, ((self.file_index - 1) + stage_part) / self.file_count)
+
+
+ProgressCallback = Callable[[ProgressEvent], None]
+
+
+@dataclass
+class Source:
+    """One ranked passage with everything the user needs to judge it."""
+    file: str
+    doc_id: str
+    page: int
+    page_end: int
+    chunk_index: int
+    text: str
+    relevance: float = 0.0  # 0-100, the reranker's composite score (or the mode's own score)
+    scores: dict[str, float] = field(default_factory=dict)  # fuzzy, keyword, semantic, length, rank, entity
+    dense_rank: Optional[int] = None  # 1-based rank in the dense search, None if not found there
+    keyword_rank: Optional[int] = None  # 1-based rank in the BM25 search
+    similarity: Optional[float] = None  # cosine similarity question/chunk
+    rrf: float = 0.0
+    chunk_id: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "page": self.page, "page_end": self.page_end, "text": self.text,
+                "relevance": round(self.relevance, 2),
+                "scores": {k: round(v, 2) for k, v in self.scores.items()},
+                "dense_rank": self.dense_rank, "keyword_rank": self.keyword_rank,
+                "similarity": None if self.similarity is None else round(self.similarity, 4),
+                "chunk_index": self.chunk_index}
+
+
+@dataclass
+class SearchResult:
+    question: str
+    mode: str
+    confidence: float  # 0-100: calibrated chance that an answer is among the top sources
+    sources: list[Source]
+    latency_ms: float = 0.0
+    queries: list[str] = field(default_factory=list)  # the question and its translations, if any
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"confidence": round(self.confidence, 1), "mode": self.mode,
+                "sources": [s.to_dict() for s in self.sources]}
+
+
+@dataclass
+class Answer:
+    answer: str
+    mode: str  # llm | extractive | vision | vision-fallback
+    confidence: float
+    sources: list[Source]
+    figure: Optional[Figure] = None
+    notice: str = ""  # one line for the user: no model configured, model failed and why, ...
+    question: str = ""  # the standalone question that was searched
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"answer": self.answer, "mode": self.mode, "confidence": round(self.confidence, 1),
+                "sources": [s.to_dict() for s in self.sources],
+                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice}
