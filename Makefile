@@ -1,0 +1,38 @@
+# DocLens: `make run` starts the app on http://127.0.0.1:7860, `make test` runs every test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
+APT_UPDATED := $(VENV)/.apt-updated
+
+.PHONY: run test system-test-deps clean
+
+run: $(VENV)/.runtime
+	$(BIN)/python main.py serve
+
+test: $(VENV)/.dev system-test-deps
+	$(BIN)/python -m pytest
+
+# Debian's python3 needs python3-venv for `-m venv`; install it only when missing.
+$(BIN)/python:
+	@$(PYTHON) -m venv --help >/dev/null 2>&1 && $(PYTHON) -c "import ensurepip" 2>/dev/null || \
+		($(SUDO) apt-get update && $(SUDO) apt-get install -y python3-venv)
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+$(VENV)/.runtime: requirements.txt | $(BIN)/python
+	$(BIN)/pip install -r requirements.txt
+	touch $@
+
+$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+	$(BIN)/pip install -r requirements-dev.txt
+	touch $@
+
+# Browser tests drive Debian's chromium (Playwright cannot download its own browser here);
+# CJK fonts make Chinese pages and figures render in screenshots.
+system-test-deps:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/wqy ]; then \
+		$(SUDO) apt-get update && $(SUDO) apt-get install -y chromium fonts-wqy-microhei; fi
+
+clean:
+	rm -rf $(VENV) .cache test-artifacts .pytest_cache

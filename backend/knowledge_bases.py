@@ -1,0 +1,122 @@
+"""Knowledge bases: one Milvus collection plus one folder (both named ``kb_<hex>``) per display name."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from backend import names
+from backend.errors import KnowledgeBaseError
+from backend.store.base import CollectionInfo, VectorStore
+from backend.store.registry import Registry
+from backend.types import KnowledgeBase
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OpenKB:
+    """A knowledge base ready for work: its names, its collection info and its registry."""
+    name: str
+    collection: str
+    folder: Path
+    info: CollectionInfo
+    registry: Registry
+
+
+class KnowledgeBases:
+    def __init__(self, store: VectorStore, data_dir: Path, embedding_signature: Callable[[], tuple[str, int]]):
+        self.store = store
+        self.root = data_dir / "kbs"
+        self._embedding_signature = embedding_signature  # (model id, dim), may load the model: call late
+        self._registries: dict[str, Registry] = {}
+
+    def folder(self, collection: str) -> Path:
+        return self.root / collection
+
+    def registry(self, collection: str) -> Registry:
+        if collection not in self._registries:
+            self._registries[collection] = Registry(self.folder(collection))
+        return self._registries[collection]
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def list(self) -> list[KnowledgeBase]:
+        kbs = []
+        for info in self.store.list_collections():
+            name = names.display_name(info.name)
+            if name is None:
+                continue  # not ours: never listed or touched
+            documents, chunks = self.registry(info.name).totals()
+            kbs.append(KnowledgeBase(name=name, collection=info.name, documents=documents, chunks=chunks,
+                                     embedding_model=info.embedding_model, dim=info.dim))
+        return sorted(kbs, key=lambda kb: kb.name.casefold())
+
+    def _info(self, collection: str) -> CollectionInfo | None:
+        return next((i for i in self.store.list_collections() if i.name == collection), None)
+
+    def open(self, name: str, check_model: bool = True) -> OpenKB:
+        clean = names.normalize_name(name)
+        collection = names.collection_name_unchecked(clean)
+        info = self._info(collection) if clean else None
+        if info is None:
+            raise KnowledgeBaseError(f"knowledge base '{clean}' does not exist")
+        if check_model:
+            self._check_model(clean, info)
+        return OpenKB(clean, collection, self.folder(collection), info, self.registry(collection))
+
+    def _check_model(self, name: str, info: CollectionInfo) -> None:
+        model, dim = self._embedding_signature()
+        if info.embedding_model != model or info.dim != dim:
+            raise KnowledgeBaseError(
+                f"knowledge base '{name}' was built with embedding model {info.embedding_model} ({info.dim} dims) "
+                f"but {model} ({dim} dims) is configured: set embedding.model to {info.embedding_model} "
+                f"(or DOCLENS_EMBEDDING_MODEL) to use it, or create a new knowledge base and upload the "
+                f"documents again")
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def create(self, name: str) -> KnowledgeBase:
+        clean = names.validate_name(name)
+        collection = names.collection_name(clean)
+        if self.store.has_collection(collection):
+            raise KnowledgeBaseError(f"knowledge base '{clean}' already exists")
+        model, dim = self._embedding_signature()
+        self._discard_stale_folder(collection)
+        self.store.create_collection(collection, dim, model)
+        self.registry(collection)
+        log.info("created knowledge base %r as %s (%s, %d dims)", clean, collection, model, dim)
+        return KnowledgeBase(clean, collection, 0, 0, model, dim)
+
+    def rename(self, old: str, new: str) -> KnowledgeBase:
+        source = self.open(old, check_model=False)
+        target_name = names.validate_name(new)
+        target = names.collection_name(target_name)
+        if target == source.collection:
+            raise KnowledgeBaseError(f"knowledge base '{source.name}' already has that name")
+        if self.store.has_collection(target):
+            raise KnowledgeBaseError(f"cannot rename '{source.name}': knowledge base '{target_name}' already exists")
+        self._discard_stale_folder(target)
+        self.store.rename_collection(source.collection, target)
+        self._registries.pop(source.collection, None)
+        if source.folder.exists():
+            source.folder.rename(self.folder(target))
+        log.info("renamed knowledge base %r to %r", source.name, target_name)
+        return next(kb for kb in self.list() if kb.collection == target)
+
+    def delete(self, name: str) -> None:
+        kb = self.open(name, check_model=False)
+        self.store.drop_collection(kb.collection)
+        self._registries.pop(kb.collection, None)
+        shutil.rmtree(kb.folder, ignore_errors=True)
+        log.info("deleted knowledge base %r", kb.name)
+
+    def _discard_stale_folder(self, collection: str) -> None:
+        """A folder without a collection is a leftover (e.g. a crash during delete): never reuse its data."""
+        folder = self.folder(collection)
+        if folder.exists():
+            log.warning("removing leftover folder %s of a knowledge base that no longer exists", folder)
+            shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,264 @@
+"""Milvus Lite and Milvus server behind one code path (``MilvusClient`` with a path or a URL)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+import numpy as np
+from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus.exceptions import MilvusException
+
+from backend.errors import StoreError
+from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = "1"
+PROP_SCHEMA = "doclens.schema"
+PROP_MODEL = "doclens.embedding_model"
+PROP_DIM = "doclens.dim"
+# Works on Milvus Lite 3.x, Lite 2.5 and the server: Chinese words via jieba, English words kept.
+ANALYZER = {"tokenizer": "jieba", "filter": ["cnalphanumonly"]}
+MAX_CONTENT = 65535
+OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
+REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
+INSERT_BATCH = 256
+QUERY_BATCH = 1000
+
+
+def quote(value: str) -> str:
+    """A Milvus expression string literal: user text never reaches a filter unescaped."""
+    escaped = (value.replace("\\", "\\\\").replace('"', '\\"')
+               .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
+    return f'"{escaped}"'
+
+
+def in_list(field: str, values: Iterable[str], negate: bool = False) -> str:
+    op = "not in" if negate else "in"
+    return f"{field} {op} [{', '.join(quote(v) for v in values)}]"
+
+
+def filter_expression(where: Optional[SearchFilter]) -> str:
+    if where is None:
+        return ""
+    parts = []
+    if where.include_doc_ids is not None:
+        parts.append(in_list("doc_id", where.include_doc_ids))
+    if where.exclude_doc_ids:
+        parts.append(in_list("doc_id", where.exclude_doc_ids, negate=True))
+    return " and ".join(parts)
+
+
+class MilvusStore(VectorStore):
+    def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
+        self.uri = uri
+        self.index_type = index_type
+        self._loaded: set[str] = set()
+        self._lock = threading.RLock()
+        self._client = self._connect(uri, token)
+
+    # -- connection ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _connect(uri: str, token: str) -> MilvusClient:
+        is_lite = not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+        if is_lite:
+            Path(uri).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            return MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+        except MilvusException as exc:
+            raise StoreError(_connect_failure(uri, is_lite, exc)) from None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except MilvusException as exc:  # closing twice or a dead server is not worth a traceback
+            log.debug("closing Milvus client: %s", exc)
+
+    # -- collections --------------------------------------------------------------------------
+
+    def list_collections(self) -> list[CollectionInfo]:
+        infos = []
+        for name in self._call("list collections", self._client.list_collections):
+            info = self._describe(name)
+            if info is not None:
+                infos.append(info)
+        return infos
+
+    def _describe(self, name: str) -> Optional[CollectionInfo]:
+        try:
+            desc = self._client.describe_collection(name)
+        except MilvusException as exc:
+            log.warning("cannot describe collection %s: %s", name, exc)
+            return None
+        props = desc.get("properties") or {}
+        fields = {f["name"]: f for f in desc.get("fields", [])}
+        if props.get(PROP_SCHEMA) != SCHEMA_VERSION or not REQUIRED_FIELDS <= set(fields):
+            return None
+        dim = int((fields["dense"].get("params") or {}).get("dim", 0))
+        return CollectionInfo(name=name, dim=dim, embedding_model=str(props.get(PROP_MODEL, "")))
+
+    def has_collection(self, name: str) -> bool:
+        return bool(self._call(f"check collection {name}", self._client.has_collection, name))
+
+    def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
+        schema = self._schema(dim)
+        index = self._client.prepare_index_params()
+        index.add_index("dense", **self._dense_index())
+        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+        props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
+        self._call(f"create collection {name}", self._client.create_collection, name,
+                   schema=schema, index_params=index, properties=props)
+        self._loaded.add(name)
+
+    def _schema(self, dim: int):
+        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False, description="DocLens chunks")
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
+        schema.add_field("doc_id", DataType.VARCHAR, max_length=128)
+        schema.add_field("filename", DataType.VARCHAR, max_length=1024)
+        schema.add_field("page", DataType.INT64)
+        schema.add_field("page_end", DataType.INT64)
+        schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("content", DataType.VARCHAR, max_length=MAX_CONTENT, enable_analyzer=True,
+                         analyzer_params=ANALYZER)
+        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
+        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
+        schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
+                                     input_field_names=["content"], output_field_names=["sparse"]))
+        return schema
+
+    def _dense_index(self) -> dict[str, Any]:
+        params = {"HNSW": {"M": 16, "efConstruction": 200}, "IVF_FLAT": {"nlist": 128}}.get(self.index_type, {})
+        return {"index_type": self.index_type, "metric_type": "COSINE", "params": params}
+
+    def rename_collection(self, old: str, new: str) -> None:
+        self._call(f"rename collection {old}", self._client.rename_collection, old, new)
+        self._loaded.discard(old)
+
+    def drop_collection(self, name: str) -> None:
+        self._call(f"drop collection {name}", self._client.drop_collection, name)
+        self._loaded.discard(name)
+
+    def load(self, name: str) -> None:
+        """Collections come back released after a restart: load before any search or query."""
+        with self._lock:
+            if name in self._loaded:
+                return
+            self._call(f"load collection {name}", self._client.load_collection, name)
+            self._loaded.add(name)
+
+    def count(self, name: str) -> int:
+        self.load(name)
+        rows = self._call(f"count {name}", self._client.query, name, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"]) if rows else 0
+
+    # -- rows ---------------------------------------------------------------------------------
+
+    def insert(self, name: str, rows: Sequence[ChunkRow]) -> None:
+        self.load(name)
+        for start in range(0, len(rows), INSERT_BATCH):
+            batch = [_row_to_entity(r) for r in rows[start:start + INSERT_BATCH]]
+            self._call(f"insert into {name}", self._client.insert, name, batch)
+
+    def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None:
+        ids = list(doc_ids)
+        if not ids:
+            return
+        self.load(name)
+        self._call(f"delete from {name}", self._client.delete, name, filter=in_list("doc_id", ids))
+
+    def dense_search(self, name: str, vector: np.ndarray, limit: int,
+                     where: Optional[SearchFilter] = None) -> list[Hit]:
+        self.load(name)
+        params: dict[str, Any] = {"metric_type": "COSINE"}
+        if self.index_type == "HNSW":
+            params["params"] = {"ef": max(64, limit)}
+        result = self._call(f"search {name}", self._client.search, name,
+                            data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="dense",
+                            limit=limit, output_fields=OUTPUT_FIELDS, filter=filter_expression(where),
+                            search_params=params)
+        return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+
+    def keyword_search(self, name: str, text: str, limit: int,
+                       where: Optional[SearchFilter] = None) -> list[Hit]:
+        if not text.strip():
+            return []
+        self.load(name)
+        result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
+                            anns_field="sparse", limit=limit, output_fields=OUTPUT_FIELDS,
+                            filter=filter_expression(where), search_params={"metric_type": "BM25"})
+        return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+
+    def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        self.load(name)
+        rows = self._call(f"read vectors of {name}", self._client.query, name, filter=in_list("id", ids),
+                          output_fields=["id", "dense"])
+        return {r["id"]: np.asarray(r["dense"], dtype=np.float32) for r in rows}
+
+    def chunks(self, name: str, doc_id: Optional[str] = None, limit: int = 0) -> list[ChunkRow]:
+        self.load(name)
+        expr = in_list("doc_id", [doc_id]) if doc_id is not None else ""
+        rows: list[ChunkRow] = []
+        offset = 0
+        while True:
+            batch = self._call(f"read chunks of {name}", self._client.query, name, filter=expr,
+                               output_fields=OUTPUT_FIELDS, limit=QUERY_BATCH, offset=offset)
+            rows.extend(_entity_to_row(e) for e in batch)
+            offset += len(batch)
+            if len(batch) < QUERY_BATCH or (limit and len(rows) >= limit):
+                break
+        rows.sort(key=lambda r: (r.doc_id, r.chunk_index))
+        return rows[:limit] if limit else rows
+
+    # -- helpers ------------------------------------------------------------------------------
+
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus ({self._where()}): {what} failed: {_short(exc)}") from None
+
+    def _where(self) -> str:
+        return self.uri if self.uri.startswith(("http", "tcp", "grpc")) else f"Lite store {self.uri}"
+
+
+def _row_to_entity(row: ChunkRow) -> dict[str, Any]:
+    if row.vector is None:
+        raise StoreError(f"chunk {row.id} of {row.filename} has no vector")
+    return {"id": row.id, "doc_id": row.doc_id, "filename": row.filename[:1024], "page": int(row.page),
+            "page_end": int(row.page_end), "chunk_index": int(row.chunk_index),
+            "content": _fit_varchar(row.content), "dense": np.asarray(row.vector, dtype=np.float32).tolist()}
+
+
+def _fit_varchar(text: str) -> str:
+    """Milvus limits VARCHAR by bytes; a chunk is far smaller, but never fail an upload over it."""
+    data = text.encode("utf-8")
+    return text if len(data) <= MAX_CONTENT else data[:MAX_CONTENT].decode("utf-8", "ignore")
+
+
+def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
+    return ChunkRow(id=entity["id"], doc_id=entity["doc_id"], filename=entity["filename"],
+                    page=int(entity["page"]), page_end=int(entity["page_end"]),
+                    chunk_index=int(entity["chunk_index"]), content=entity["content"])
+
+
+def _short(exc: Exception) -> str:
+    message = getattr(exc, "message", None) or str(exc)
+    return message.strip().splitlines()[0][:300] if message else exc.__class__.__name__
+
+
+def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
+    text = f"{exc!r} {exc.__cause__!r} {exc.__context__!r}"
+    if is_lite and ("lock" in text.lower() or "Open local milvus failed" in text):
+        return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
+                f"serve it with `milvus-lite server --data-dir {uri} --host 127.0.0.1 --port 19530` and set "
+                f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
+                f"(README: Scaling out)")
+    if is_lite:
+        return f"cannot open the Milvus Lite store {uri}: {_short(exc)}"
+    return f"cannot reach Milvus at {uri}: {_short(exc)} (is the server running? is DOCLENS_MILVUS_TOKEN right?)"

@@ -1,0 +1,160 @@
+"""Per-knowledge-base bookkeeping beside the vectors: documents, their pages, figures and summaries.
+
+One SQLite file inside the knowledge base's folder (named by the collection, never by the display
+name). A document is ``pending`` while its chunks are being stored and becomes ``complete`` only
+after all of them are in; searches leave pending documents out, and start-up removes leftovers.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Optional
+
+from backend.types import DocumentInfo, Figure
+
+PENDING = "pending"
+COMPLETE = "complete"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, file TEXT NOT NULL, sha256 TEXT NOT NULL, pages INTEGER DEFAULT 0,
+    ocr_pages INTEGER DEFAULT 0, chunks INTEGER DEFAULT 0, figures INTEGER DEFAULT 0,
+    status TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
+CREATE TABLE IF NOT EXISTS pages (
+    doc_id TEXT NOT NULL, page INTEGER NOT NULL, text TEXT NOT NULL, ocr INTEGER DEFAULT 0,
+    PRIMARY KEY (doc_id, page));
+CREATE TABLE IF NOT EXISTS figures (
+    id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, page INTEGER NOT NULL, path TEXT NOT NULL,
+    caption TEXT DEFAULT '');
+CREATE TABLE IF NOT EXISTS summaries (doc_id TEXT PRIMARY KEY, text TEXT NOT NULL, created_at REAL NOT NULL);
+"""
+
+
+class Registry:
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.path = folder / "registry.sqlite3"
+        self._lock = threading.Lock()
+        folder.mkdir(parents=True, exist_ok=True)
+        with self._db() as db:
+            db.executescript(_SCHEMA)
+
+    @contextmanager
+    def _db(self) -> Iterator[sqlite3.Connection]:
+        # A short-lived connection per call: Gradio runs handlers on many threads.
+        with self._lock:
+            conn = sqlite3.connect(self.path, timeout=30)
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.row_factory = sqlite3.Row
+                yield conn
+                conn.commit()
+            finally:
+                conn.close()
+
+    # -- documents ----------------------------------------------------------------------------
+
+    def add_pending(self, doc_id: str, file: str, sha256: str) -> None:
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO documents(doc_id, file, sha256, status, created_at) "
+                       "VALUES (?, ?, ?, ?, ?)", (doc_id, file, sha256, PENDING, time.time()))
+
+    def mark_complete(self, doc_id: str, pages: int, ocr_pages: int, chunks: int, figures: int) -> None:
+        with self._db() as db:
+            db.execute("UPDATE documents SET status=?, pages=?, ocr_pages=?, chunks=?, figures=? WHERE doc_id=?",
+                       (COMPLETE, pages, ocr_pages, chunks, figures, doc_id))
+
+    def remove_document(self, doc_id: str) -> None:
+        with self._db() as db:
+            for table in ("documents", "pages", "figures", "summaries"):
+                db.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))  # table names are constants
+
+    def documents(self, status: Optional[str] = None) -> list[DocumentInfo]:
+        query = "SELECT * FROM documents" + (" WHERE status=?" if status else "") + " ORDER BY file"
+        with self._db() as db:
+            rows = db.execute(query, (status,) if status else ()).fetchall()
+        return [_document(r) for r in rows]
+
+    def document_by_file(self, file: str) -> Optional[DocumentInfo]:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM documents WHERE file=? ORDER BY status='complete' DESC LIMIT 1",
+                             (file,)).fetchone()
+        return _document(row) if row else None
+
+    def document_by_sha(self, sha256: str) -> Optional[DocumentInfo]:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM documents WHERE sha256=? AND status=?", (sha256, COMPLETE)).fetchone()
+        return _document(row) if row else None
+
+    def document(self, doc_id: str) -> Optional[DocumentInfo]:
+        with self._db() as db:
+            row = db.execute("SELECT * FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return _document(row) if row else None
+
+    def pending_ids(self) -> list[str]:
+        with self._db() as db:
+            return [r[0] for r in db.execute("SELECT doc_id FROM documents WHERE status!=?", (COMPLETE,))]
+
+    def totals(self) -> tuple[int, int]:
+        """(complete documents, their chunks)."""
+        with self._db() as db:
+            row = db.execute("SELECT COUNT(*), COALESCE(SUM(chunks), 0) FROM documents WHERE status=?",
+                             (COMPLETE,)).fetchone()
+        return int(row[0]), int(row[1])
+
+    # -- pages --------------------------------------------------------------------------------
+
+    def add_pages(self, doc_id: str, pages: list[tuple[int, str, bool]]) -> None:
+        with self._db() as db:
+            db.executemany("INSERT OR REPLACE INTO pages(doc_id, page, text, ocr) VALUES (?, ?, ?, ?)",
+                           [(doc_id, p, t, int(o)) for p, t, o in pages])
+
+    def page_text(self, doc_id: str, page: int) -> str:
+        with self._db() as db:
+            row = db.execute("SELECT text FROM pages WHERE doc_id=? AND page=?", (doc_id, page)).fetchone()
+        return row[0] if row else ""
+
+    def document_text(self, doc_id: str) -> list[tuple[int, str]]:
+        with self._db() as db:
+            return [(r[0], r[1]) for r in db.execute(
+                "SELECT page, text FROM pages WHERE doc_id=? ORDER BY page", (doc_id,))]
+
+    # -- figures ------------------------------------------------------------------------------
+
+    def add_figure(self, figure: Figure) -> None:
+        relative = str(Path(figure.path).relative_to(self.folder))
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO figures(id, doc_id, page, path, caption) VALUES (?, ?, ?, ?, ?)",
+                       (figure.id, figure.doc_id, figure.page, relative, figure.caption))
+
+    def figures(self, doc_id: Optional[str] = None, complete_only: bool = True) -> list[Figure]:
+        query = ("SELECT f.*, d.file FROM figures f JOIN documents d ON d.doc_id = f.doc_id WHERE 1=1"
+                 + (" AND d.status='complete'" if complete_only else "")
+                 + (" AND f.doc_id=?" if doc_id else "") + " ORDER BY d.file, f.page, f.id")
+        with self._db() as db:
+            rows = db.execute(query, (doc_id,) if doc_id else ()).fetchall()
+        return [Figure(id=r["id"], doc_id=r["doc_id"], file=r["file"], page=r["page"],
+                       path=str(self.folder / r["path"]), caption=r["caption"] or "") for r in rows]
+
+    # -- summaries ----------------------------------------------------------------------------
+
+    def summary(self, doc_id: str) -> Optional[str]:
+        with self._db() as db:
+            row = db.execute("SELECT text FROM summaries WHERE doc_id=?", (doc_id,)).fetchone()
+        return row[0] if row else None
+
+    def save_summary(self, doc_id: str, text: str) -> None:
+        with self._db() as db:
+            db.execute("INSERT OR REPLACE INTO summaries(doc_id, text, created_at) VALUES (?, ?, ?)",
+                       (doc_id, text, time.time()))
+
+
+def _document(row: sqlite3.Row) -> DocumentInfo:
+    return DocumentInfo(doc_id=row["doc_id"], file=row["file"], sha256=row["sha256"], pages=row["pages"],
+                        ocr_pages=row["ocr_pages"], chunks=row["chunks"], figures=row["figures"],
+                        status=row["status"], created_at=row["created_at"])

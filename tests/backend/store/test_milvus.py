@@ -1,0 +1,146 @@
+"""MilvusStore against a real Milvus Lite file and a real `milvus-lite server` on 127.0.0.1 (one code path)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backend.errors import StoreError
+from backend.store.base import ChunkRow, SearchFilter
+from backend.store.milvus import MilvusStore, filter_expression, quote
+
+DIM = 8
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def milvus_server(tmp_path_factory):
+    """A Milvus Lite gRPC server: the same protocol a Milvus standalone speaks."""
+    port = free_port()
+    data = tmp_path_factory.mktemp("server-store")
+    exe = Path(sys.executable).parent / "milvus-lite"
+    proc = subprocess.Popen([str(exe), "server", "--data-dir", str(data / "store"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                break
+        time.sleep(0.3)
+    else:
+        proc.kill()
+        pytest.fail("milvus-lite server did not start")
+    yield f"http://127.0.0.1:{port}"
+    proc.terminate()
+    proc.wait(timeout=30)
+
+
+@pytest.fixture(params=["lite", "server"])
+def store(request, tmp_path):
+    uri = str(tmp_path / "milvus.db") if request.param == "lite" else request.getfixturevalue("milvus_server")
+    s = MilvusStore(uri)
+    yield s
+    for info in s.list_collections():
+        s.drop_collection(info.name)
+    s.close()
+
+
+def vec(*hot: int) -> np.ndarray:
+    v = np.zeros(DIM, dtype=np.float32)
+    for i in hot:
+        v[i] = 1.0
+    return v / np.linalg.norm(v)
+
+
+def rows(doc_id: str, texts: list[str], filename: str = "a.pdf") -> list[ChunkRow]:
+    return [ChunkRow(id=f"{doc_id}:{i}", doc_id=doc_id, filename=filename, page=i + 1, page_end=i + 1,
+                     chunk_index=i, content=t, vector=vec(i % DIM)) for i, t in enumerate(texts)]
+
+
+def test_create_list_insert_search_delete(store):
+    store.create_collection("kb_6869", DIM, "test-model")
+    [info] = [i for i in store.list_collections() if i.name == "kb_6869"]
+    assert (info.dim, info.embedding_model) == (DIM, "test-model")
+    store.insert("kb_6869", rows("d1", ["能量守恒定律 energy conservation", "商业分析 revenue growth"]))
+    store.insert("kb_6869", rows("d\"2", ["另一个文档 another document about energy"], filename='q"uote.pdf'))
+    assert store.count("kb_6869") == 3
+
+    dense = store.dense_search("kb_6869", vec(0), 3)
+    assert dense[0].row.id == "d1:0" and dense[0].score == pytest.approx(1.0, abs=1e-3)
+    keyword = store.keyword_search("kb_6869", "能量守恒", 3)
+    assert keyword and keyword[0].row.id == "d1:0"
+    english = store.keyword_search("kb_6869", "revenue", 3)
+    assert [h.row.id for h in english] == ["d1:1"]
+
+    only_d2 = store.dense_search("kb_6869", vec(0), 3, SearchFilter(include_doc_ids=['d"2']))
+    assert {h.row.doc_id for h in only_d2} == {'d"2'}
+    without_d2 = store.keyword_search("kb_6869", "energy", 3, SearchFilter(exclude_doc_ids=['d"2']))
+    assert {h.row.doc_id for h in without_d2} == {"d1"}
+
+    vectors = store.vectors("kb_6869", ["d1:1"])
+    assert np.allclose(vectors["d1:1"], vec(1), atol=1e-5)
+    assert [c.chunk_index for c in store.chunks("kb_6869", doc_id="d1")] == [0, 1]
+
+    store.delete_documents("kb_6869", ['d"2'])
+    assert store.count("kb_6869") == 2
+
+
+def test_rename_keeps_rows_and_drop_removes(store):
+    store.create_collection("kb_61", DIM, "m")
+    store.insert("kb_61", rows("d1", ["hello world"]))
+    store.rename_collection("kb_61", "kb_62")
+    assert not store.has_collection("kb_61") and store.has_collection("kb_62")
+    assert store.count("kb_62") == 1
+    store.drop_collection("kb_62")
+    assert not store.has_collection("kb_62")
+
+
+def test_foreign_collections_are_not_listed(store):
+    # A collection some other tool made in the same Milvus: ours only when schema and properties match.
+    from pymilvus import DataType, MilvusClient
+    client = store._client
+    assert isinstance(client, MilvusClient)
+    schema = client.create_schema(auto_id=True)
+    schema.add_field("pk", DataType.INT64, is_primary=True)
+    schema.add_field("v", DataType.FLOAT_VECTOR, dim=4)
+    index = client.prepare_index_params()
+    index.add_index("v", index_type="FLAT", metric_type="L2")
+    client.create_collection("kb_6f74686572d746f6f6c", schema=schema, index_params=index)
+    store.create_collection("kb_6d696e65", DIM, "m")
+    assert [i.name for i in store.list_collections()] == ["kb_6d696e65"]
+    client.drop_collection("kb_6f74686572d746f6f6c")
+
+
+def test_collections_come_back_released_and_are_loaded(tmp_path):
+    uri = str(tmp_path / "milvus.db")
+    first = MilvusStore(uri)
+    first.create_collection("kb_61", DIM, "m")
+    first.insert("kb_61", rows("d1", ["persisted text"]))
+    first.close()
+    second = MilvusStore(uri)
+    assert [h.row.id for h in second.keyword_search("kb_61", "persisted", 5)] == ["d1:0"]
+    second.close()
+
+
+def test_filter_values_are_escaped():
+    assert quote('a"b\\c') == '"a\\"b\\\\c"'
+    assert quote("x\ny") == '"x\\ny"'
+    expr = filter_expression(SearchFilter(include_doc_ids=['" or 1==1 or "'], exclude_doc_ids=["z"]))
+    assert expr == 'doc_id in ["\\" or 1==1 or \\""] and doc_id not in ["z"]'
+
+
+def test_unreachable_server_is_one_clear_line():
+    uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    with pytest.raises(StoreError, match=f"cannot reach Milvus at {uri}"):
+        MilvusStore(uri)

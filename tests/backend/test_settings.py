@@ -1,0 +1,75 @@
+"""Settings: config.yaml defaults, DOCLENS_* overrides, validation messages, secrets from env only."""
+
+from pathlib import Path
+
+import pytest
+
+from backend.errors import SettingsError
+from backend.settings import load_settings
+from tests.conftest import REPO_ROOT
+
+CONFIG = REPO_ROOT / "config.yaml"
+
+
+def test_config_yaml_matches_defaults_and_every_key_is_commented():
+    settings = load_settings(CONFIG, environ={})
+    assert settings.milvus.uri == ""
+    assert settings.retrieval.rrf_k == 60 and settings.retrieval.dense_weight == 4
+    assert settings.embedding.model == "bundled:multilingual-e5-small"
+    for line in CONFIG.read_text(encoding="utf-8").splitlines():
+        if ":" in line and not line.lstrip().startswith("#"):
+            key, _, rest = line.partition(":")
+            assert "#" in rest or rest.strip() == "" , f"setting without a comment: {line}"
+
+
+def test_environment_overrides_are_typed(tmp_path):
+    settings = load_settings(CONFIG, environ={
+        "DOCLENS_DATA_DIR": str(tmp_path), "DOCLENS_MILVUS_URI": "http://127.0.0.1:19530",
+        "DOCLENS_RETRIEVAL_DENSE_TOP_N": "12", "DOCLENS_RETRIEVAL_QUERY_EXPANSION": "false",
+        "DOCLENS_LLM_TEMPERATURE": "0.5"})
+    assert settings.data_dir == tmp_path
+    assert settings.milvus_uri == "http://127.0.0.1:19530" and not settings.is_milvus_lite
+    assert settings.retrieval.dense_top_n == 12
+    assert settings.retrieval.query_expansion is False
+    assert settings.llm.temperature == 0.5
+
+
+def test_default_milvus_is_a_lite_store_inside_data_dir(tmp_path):
+    settings = load_settings(CONFIG, environ={"DOCLENS_DATA_DIR": str(tmp_path)})
+    assert settings.is_milvus_lite
+    assert Path(settings.milvus_uri).parent == tmp_path
+
+
+def test_bad_value_names_its_key():
+    with pytest.raises(SettingsError, match=r"llm\.timeout"):
+        load_settings(CONFIG, environ={"DOCLENS_LLM_TIMEOUT": "soon"})
+    with pytest.raises(SettingsError, match=r"ocr\.engine"):
+        load_settings(CONFIG, environ={"DOCLENS_OCR_ENGINE": "tesseract9"})
+
+
+def test_unknown_key_in_file_is_named(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("retrieval:\n  dense_topn: 5\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match=r"retrieval\.dense_topn: unknown setting"):
+        load_settings(config, environ={})
+
+
+def test_secrets_come_from_environment_only(tmp_path):
+    config = tmp_path / "c.yaml"
+    config.write_text("llm:\n  api_key: sk-in-a-file\n", encoding="utf-8")
+    with pytest.raises(SettingsError, match="DOCLENS_LLM_API_KEY"):
+        load_settings(config, environ={})
+    settings = load_settings(CONFIG, environ={"DOCLENS_LLM_API_KEY": "sk-secret-1", "DOCLENS_MILVUS_TOKEN": "root:pw"})
+    assert settings.llm.api_key.get_secret_value() == "sk-secret-1"
+    dumped = str(settings.public_dict()) + repr(settings) + str(settings)
+    assert "sk-secret-1" not in dumped and "root:pw" not in dumped
+
+
+def test_openai_variables_are_fallbacks(tmp_path):
+    settings = load_settings(CONFIG, environ={"OPENAI_API_KEY": "sk-fallback", "OPENAI_BASE_URL": "http://x/v1"})
+    assert settings.llm.api_key.get_secret_value() == "sk-fallback"
+    assert settings.llm.base_url == "http://x/v1"
+    preferred = load_settings(CONFIG, environ={"OPENAI_API_KEY": "a", "DOCLENS_LLM_API_KEY": "b",
+                                               "OPENAI_BASE_URL": "http://x/v1", "DOCLENS_LLM_BASE_URL": "http://y/v1"})
+    assert preferred.llm.api_key.get_secret_value() == "b"
+    assert preferred.llm.base_url == "http://y/v1"

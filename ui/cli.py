@@ -1,0 +1,342 @@
+"""Command line: ``python main.py <command>``. Every command calls backend.service only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+from backend.errors import DocLensError
+from backend.settings import Settings, load_settings
+
+log = logging.getLogger("doclens")
+COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "search", "ask", "summary", "eval",
+            "selftest"}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    if not any(arg in COMMANDS or arg in ("-h", "--help") for arg in argv):
+        argv = ["serve", *argv]  # serving is the default command
+    args = parser.parse_args(argv)
+    args.config = getattr(args, "config", None)
+    args.debug = getattr(args, "debug", False)
+    try:
+        settings = load_settings(args.config)
+        setup_logging(settings, args.debug)
+        return int(args.handler(args, settings) or 0)
+    except DocLensError as exc:
+        return fail(str(exc), args.debug)
+    except KeyboardInterrupt:
+        return fail("interrupted", args.debug, code=130)
+    except Exception as exc:  # the last line of defence: one line unless --debug
+        return fail(f"unexpected {exc.__class__.__name__}: {exc} (run with --debug for details)", args.debug,
+                    code=2)
+
+
+def fail(message: str, debug: bool, code: int = 1) -> int:
+    if debug:
+        logging.getLogger("doclens").exception(message)
+    print(f"error: {message}", file=sys.stderr)
+    return code
+
+
+def setup_logging(settings: Settings, debug: bool) -> None:
+    level = logging.DEBUG if debug else getattr(logging, settings.logging.level)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for noisy in ("httpx", "urllib3", "jieba", "pymilvus", "milvus_lite", "sentence_transformers", "matplotlib",
+                  "PIL", "faiss", "RapidOCR", "pdfminer", "filelock", "huggingface_hub"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+# -- parser ------------------------------------------------------------------------------------
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: a subcommand must not reset what was given before it (``main.py --debug kb list``).
+    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
+                        help="settings file (default: config.yaml beside main.py)")
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help="show full tracebacks and debug logs")
+    parser = argparse.ArgumentParser(prog="main.py", parents=[common],
+                                     description="DocLens: ask questions across your PDF libraries.")
+    parser.set_defaults(handler=None)
+    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+
+    serve = sub.add_parser("serve", parents=[common], help="start the web app (default)")
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 must be explicit)")
+    serve.add_argument("--port", type=int, help="port (default 7860)")
+    serve.add_argument("--auth", metavar="USER:PASS", help="require a login (or set DOCLENS_AUTH)")
+    serve.set_defaults(handler=cmd_serve)
+
+    _add_kb_commands(sub, common)
+    _add_document_commands(sub, common)
+    _add_question_commands(sub, common)
+    return parser
+
+
+def _add_kb_commands(sub, common) -> None:
+    kb = sub.add_parser("kb", parents=[common], help="manage knowledge bases")
+    kb.set_defaults(handler=lambda args, settings: kb.print_help() or 1)
+    kb_sub = kb.add_subparsers(title="kb commands", metavar="ACTION")
+    p = kb_sub.add_parser("list", parents=[common], help="list knowledge bases")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(handler=cmd_kb_list)
+    p = kb_sub.add_parser("create", parents=[common], help="create a knowledge base")
+    p.add_argument("name")
+    p.set_defaults(handler=cmd_kb_create)
+    p = kb_sub.add_parser("rename", parents=[common], help="rename a knowledge base (keeps its data)")
+    p.add_argument("old")
+    p.add_argument("new")
+    p.set_defaults(handler=cmd_kb_rename)
+    p = kb_sub.add_parser("delete", parents=[common], help="delete a knowledge base and all its files")
+    p.add_argument("name")
+    p.add_argument("--yes", action="store_true", help="confirm the deletion")
+    p.set_defaults(handler=cmd_kb_delete)
+
+
+def _add_document_commands(sub, common) -> None:
+    p = sub.add_parser("ingest", parents=[common], help="add PDFs (files or folders) to a knowledge base")
+    p.add_argument("--kb", required=True, help="knowledge base name")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", action="store_true", help="print per-file results as JSON")
+    p.set_defaults(handler=cmd_ingest)
+    p = sub.add_parser("docs", parents=[common], help="list the documents of a knowledge base")
+    p.add_argument("--kb", required=True)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_docs)
+    p = sub.add_parser("rm", parents=[common], help="delete one document and its figures")
+    p.add_argument("--kb", required=True)
+    p.add_argument("file")
+    p.set_defaults(handler=cmd_rm)
+    p = sub.add_parser("figures", parents=[common], help="list figures")
+    p.add_argument("--kb", required=True)
+    p.add_argument("--doc", metavar="FILE")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_figures)
+    p = sub.add_parser("bench-ingest", parents=[common],
+                       help="measure ingest speed (native and scanned pages/s, peak memory)")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    p.set_defaults(handler=cmd_bench_ingest)
+
+
+def _add_question_commands(sub, common) -> None:
+    p = sub.add_parser("search", parents=[common], help="ranked sources for a question (no LLM)")
+    p.add_argument("--kb", required=True)
+    p.add_argument("question")
+    p.add_argument("--doc", metavar="FILE")
+    p.add_argument("--mode", choices=["dense", "keyword", "hybrid", "rerank"], default="rerank")
+    p.add_argument("--top", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_search)
+    p = sub.add_parser("ask", parents=[common], help="answer a question from a knowledge base")
+    p.add_argument("--kb", required=True)
+    p.add_argument("question")
+    p.add_argument("--doc", metavar="FILE")
+    p.add_argument("--figure", metavar="FIGURE_ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_ask)
+    p = sub.add_parser("summary", parents=[common], help="a document's summary (cached)")
+    p.add_argument("--kb", required=True)
+    p.add_argument("file")
+    p.add_argument("--refresh", action="store_true")
+    p.set_defaults(handler=cmd_summary)
+    p = sub.add_parser("eval", parents=[common], help="retrieval metrics on a qa.jsonl set")
+    p.add_argument("--qa", required=True, metavar="FILE.jsonl")
+    p.add_argument("--docs", required=True, metavar="DIR")
+    p.add_argument("--kb", help="use this knowledge base instead of a temporary one")
+    p.add_argument("--modes", default="dense,keyword,hybrid,rerank")
+    p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
+    p.add_argument("--json", metavar="OUT")
+    p.set_defaults(handler=cmd_eval)
+    p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
+    p.add_argument("--kb", required=True)
+    p.add_argument("--samples", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_selftest)
+
+
+# -- handlers ----------------------------------------------------------------------------------
+
+def open_service(settings: Settings):
+    from backend.service import DocLens
+    return DocLens(settings)
+
+
+def emit_json(data: Any) -> None:
+    print(json.dumps(data, ensure_ascii=False, indent=2))
+
+
+def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
+    if not rows:
+        print("(none)")
+        return
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    print("  ".join(c.ljust(widths[c]) for c in columns))
+    for row in rows:
+        print("  ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
+
+
+def cmd_serve(args, settings: Settings) -> int:
+    from ui.app import serve
+    serve(settings, host=args.host, port=args.port, auth=args.auth)
+    return 0
+
+
+def cmd_kb_list(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        kbs = [kb.to_dict() for kb in service.list_kbs()]
+    if args.json:
+        emit_json(kbs)
+    else:
+        print_table(kbs, ["name", "documents", "chunks", "embedding_model", "dim", "collection"])
+    return 0
+
+
+def cmd_kb_create(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        kb = service.create_kb(args.name)
+    print(f"created knowledge base '{kb.name}' ({kb.collection})")
+    return 0
+
+
+def cmd_kb_rename(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        kb = service.rename_kb(args.old, args.new)
+    print(f"renamed knowledge base '{args.old.strip()}' to '{kb.name}'")
+    return 0
+
+
+def cmd_kb_delete(args, settings: Settings) -> int:
+    if not args.yes:
+        raise DocLensError(f"deleting knowledge base '{args.name.strip()}' removes all its documents: "
+                           f"add --yes to confirm")
+    with open_service(settings) as service:
+        service.delete_kb(args.name)
+    print(f"deleted knowledge base '{args.name.strip()}'")
+    return 0
+
+
+def cmd_ingest(args, settings: Settings) -> int:
+    from ui.progress import TerminalProgress
+    with open_service(settings) as service, TerminalProgress(enabled=not args.json) as progress:
+        results = service.ingest(args.kb, [Path(p) for p in args.paths], progress=progress)
+    if args.json:
+        emit_json([r.to_dict() for r in results])
+    else:
+        for r in results:
+            detail = r.error or f"{r.pages} pages ({r.ocr_pages} OCR), {r.chunks} chunks, {r.figures} figures"
+            print(f"{r.status:9} {r.file}: {detail}")
+    return 0 if results and all(r.ok for r in results) else 1
+
+
+def cmd_docs(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        docs = [d.to_dict() for d in service.documents(args.kb)]
+    if args.json:
+        emit_json(docs)
+    else:
+        print_table(docs, ["file", "pages", "ocr_pages", "chunks", "figures", "status"])
+    return 0
+
+
+def cmd_rm(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        doc = service.delete_document(args.kb, args.file)
+    print(f"deleted {doc.file} from '{args.kb.strip()}'")
+    return 0
+
+
+def cmd_figures(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        figures = [f.to_dict() for f in service.figures(args.kb, args.doc)]
+    if args.json:
+        emit_json(figures)
+    else:
+        print_table(figures, ["id", "file", "page", "caption", "path"])
+    return 0
+
+
+def cmd_bench_ingest(args, settings: Settings) -> int:
+    from backend.evaluation import benchmark_ingest
+    report = benchmark_ingest(settings, [Path(p) for p in args.paths])
+    for key, value in report.items():
+        print(f"{key:24} {value}")
+    _write_json(args.json, report)
+    return 0
+
+
+def cmd_search(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        result = service.search(args.kb, args.question, doc=args.doc, mode=args.mode, top=args.top)
+    if args.json:
+        emit_json(result.to_dict())
+        return 0
+    print(f"confidence {result.confidence:.0f}%  ({result.mode}, {result.latency_ms:.0f} ms)")
+    for i, s in enumerate(result.sources, 1):
+        snippet = " ".join(s.text.split())[:160]
+        print(f"[{i}] {s.relevance:5.1f}  {s.file} p{s.page}  {snippet}")
+    return 0
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        if args.json:
+            answer = service.ask(args.kb, args.question, doc=args.doc, figure_id=args.figure)
+            emit_json(answer.to_dict())
+            return 0
+        answer = None
+        for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
+            if isinstance(update, str):
+                print(update, end="", flush=True)
+            else:
+                answer = update
+    print()
+    if answer is not None:
+        if answer.notice:
+            print(f"note: {answer.notice}")
+        print(f"confidence {answer.confidence:.0f}% ({answer.mode})")
+        for i, s in enumerate(answer.sources, 1):
+            print(f"[{i}] {s.file} p{s.page}  relevance {s.relevance:.0f}%")
+    return 0
+
+
+def cmd_summary(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        print(service.summary(args.kb, args.file, refresh=args.refresh))
+    return 0
+
+
+def cmd_eval(args, settings: Settings) -> int:
+    from backend.evaluation import format_report, run_eval
+    from ui.progress import TerminalProgress
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    with open_service(settings) as service, TerminalProgress() as progress:
+        report = run_eval(service, Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
+                          limit=args.limit, progress=progress)
+    print(format_report(report))
+    _write_json(args.json, report)
+    return 0
+
+
+def cmd_selftest(args, settings: Settings) -> int:
+    from backend.evaluation import selftest
+    with open_service(settings) as service:
+        report = selftest(service, args.kb, samples=args.samples)
+    if args.json:
+        emit_json(report)
+    else:
+        for key, value in report.items():
+            print(f"{key:16} {value}")
+    return 0
+
+
+def _write_json(path: Optional[str], data: Any) -> None:
+    if path:
+        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
+        print(f"wrote {path}")

@@ -1,0 +1,38 @@
+"""A terminal progress bar fed by the backend's progress events."""
+
+from __future__ import annotations
+
+import sys
+from typing import Optional
+
+from tqdm import tqdm
+
+from backend.types import ProgressEvent
+
+
+class TerminalProgress:
+    """Callable progress sink: one bar for the whole job, its label naming the file and stage."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._bar: Optional[tqdm] = None
+
+    def __enter__(self) -> "TerminalProgress":
+        if self.enabled:
+            self._bar = tqdm(total=1000, unit="", bar_format="{l_bar}{bar}| {elapsed}<{remaining}", file=sys.stderr)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._bar is not None:
+            self._bar.close()
+
+    def __call__(self, event: ProgressEvent) -> None:
+        if self._bar is None:
+            return
+        stage = {"parse": "page", "ocr": "OCR page", "embed": "embedding", "store": "storing"}.get(event.stage)
+        label = f"[{event.file_index}/{event.file_count}] {event.file[:40]}"
+        if stage and event.total:
+            label += f" {stage} {event.current}/{event.total}"
+        self._bar.set_description_str(label, refresh=False)
+        self._bar.n = int(event.fraction * 1000)
+        self._bar.refresh()
