@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import shutil
 import threading
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, Union
@@ -11,6 +10,8 @@ from typing import Iterator, Optional, Sequence, Union
 from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.settings import Settings
+from backend.retrieval import text
+from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
 from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
                            SearchResult)
@@ -29,6 +30,10 @@ class DocLens:
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self._embedder = None
         self._embedder_lock = threading.Lock()
+        self._ingest_lock = threading.Lock()
+        self._retriever = None
+        self._llm = None
+        text.configure(settings.data_dir / "cache")
         self.recover()
 
     def close(self) -> None:
@@ -48,9 +53,11 @@ class DocLens:
             raise DocLensError("changing the Milvus URI needs a restart (set DOCLENS_MILVUS_URI and start again)")
         embedding_changed = settings.embedding != self.settings.embedding
         self.settings = settings
-        if embedding_changed:
-            with self._embedder_lock:
+        with self._embedder_lock:
+            if embedding_changed:
                 self._embedder = None
+            self._retriever = None  # rebuilt with the new settings and models on next use
+            self._llm = None
 
     # -- models -------------------------------------------------------------------------------
 
@@ -110,10 +117,8 @@ class DocLens:
         return doc
 
     def _remove_document(self, kb: OpenKB, doc_id: str) -> None:
-        """Rows first, then files, then the registry entry: a crash in between is cleaned up at start."""
-        self.store.delete_documents(kb.collection, [doc_id])
-        shutil.rmtree(kb.folder / "figures" / doc_id, ignore_errors=True)
-        kb.registry.remove_document(doc_id)
+        from backend.ingestion import remove_document_files
+        remove_document_files(self.store, kb, doc_id)
 
     def figures(self, kb_name: str, file: Optional[str] = None) -> list[Figure]:
         kb = self.open_kb(kb_name, check_model=False)
@@ -150,14 +155,54 @@ class DocLens:
         Setting ``cancel`` stops between pages; the current document is rolled back (status "cancelled")
         and the files not yet started are reported as cancelled too. A failed file never stops the others.
         """
-        raise NotImplementedError
+        from backend.ingestion import Ingestor, collect_uploads
+        kb = self.open_kb(kb_name)
+        items = collect_uploads(paths, display_names)
+        if not items:
+            raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
+        with self._ingest_lock:  # one upload at a time per server: 2 cores are busy enough with one
+            return Ingestor(self.settings, self.store, self.embedder).run(kb, items, progress, cancel)
 
     # -- questions ----------------------------------------------------------------------------
 
     def search(self, kb_name: str, question: str, doc: Optional[str] = None, mode: str = "rerank",
                top: Optional[int] = None) -> SearchResult:
         """Ranked sources (no LLM). ``doc``: a file name to search only that document."""
-        raise NotImplementedError
+        kb = self.open_kb(kb_name)
+        return self._search(kb, question, doc, mode, top)
+
+    def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int]) -> SearchResult:
+        if not question or not question.strip():
+            raise DocLensError("the question is empty")
+        if kb.registry.totals()[0] == 0:
+            raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
+        include = [self.find_document(kb, doc).doc_id] if doc else None
+        where = SearchFilter(include_doc_ids=include, exclude_doc_ids=kb.registry.pending_ids())
+        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top)
+
+    @property
+    def retriever(self):
+        from backend.retrieval.search import Retriever
+        with self._embedder_lock:
+            retriever = self._retriever
+        if retriever is None:
+            translator = self._translate if self.settings.llm_configured else None
+            retriever = Retriever(self.settings, self.store, self.embedder, translator=translator)
+            with self._embedder_lock:
+                self._retriever = retriever
+        return retriever
+
+    @property
+    def llm(self):
+        from backend.llm import LLMClient
+        with self._embedder_lock:
+            if self._llm is None:
+                self._llm = LLMClient(self.settings)
+            return self._llm
+
+    def _translate(self, question: str) -> Optional[str]:
+        from backend.retrieval.search import translation_prompt
+        return self.llm.chat(translation_prompt(question), max_tokens=200, temperature=0.0)
 
     def ask_stream(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
                    doc: Optional[str] = None, figure_id: Optional[str] = None) -> Iterator[Union[str, Answer]]:
@@ -167,7 +212,40 @@ class DocLens:
         question standalone. ``figure_id``: ask about that figure with the vision model (one question).
         Model failures never raise: they end in an extractive answer with ``notice`` saying why.
         """
-        raise NotImplementedError
+        from backend import answering
+        kb = self.open_kb(kb_name)
+        if figure_id:
+            answer = self._ask_about_figure(kb, question, figure_id)
+            yield answer.answer
+            yield answer
+            return
+        llm = self.llm
+        standalone = answering.condense_question(llm, history, question) if history else question
+        result = self._search(kb, standalone, doc, "rerank", max(self.settings.retrieval.top_k,
+                                                                  self.settings.llm.context_sources))
+        for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
+                                              searched_question=standalone):
+            if update.done and update.answer is not None:
+                yield update.answer
+            elif update.delta:
+                yield update.delta
+
+    def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str) -> Answer:
+        from backend import answering
+        figure = next((f for f in kb.registry.figures() if f.id == figure_id), None)
+        if figure is None:
+            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{kb.name}'")
+        page_text = kb.registry.page_text(figure.doc_id, figure.page)
+        document_text = "\n\n".join(text for _, text in kb.registry.document_text(figure.doc_id))
+        context = answering.figure_context(figure, page_text, document_text)
+        result = self._search(kb, question, figure.file, "rerank", self.settings.llm.context_sources)
+        try:
+            image = Path(figure.path).read_bytes()
+        except OSError as exc:
+            log.warning("figure image %s unreadable: %s", figure.path, exc)
+            image = None
+        return answering.answer_about_figure(self.llm, question, figure, image, None, context, result.sources,
+                                             result.confidence)
 
     def ask(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
             doc: Optional[str] = None, figure_id: Optional[str] = None) -> Answer:
@@ -180,16 +258,44 @@ class DocLens:
 
     def summary(self, kb_name: str, file: str, refresh: bool = False) -> str:
         """A document's Markdown summary (LaTeX kept), generated once and cached; first passages without a model."""
-        raise NotImplementedError
+        from backend import answering
+        from backend.errors import LLMError
+        kb = self.open_kb(kb_name, check_model=False)
+        doc = self.find_document(kb, file)
+        cached = None if refresh else kb.registry.summary(doc.doc_id)
+        if cached:
+            return cached
+        pages = [text for _, text in kb.registry.document_text(doc.doc_id)]
+        try:
+            summary = answering.summarize_document(self.llm, doc.file, pages)
+        except LLMError as exc:
+            reason = "" if not self.settings.llm_configured else f"The model failed ({exc})"
+            first = [c.content for c in self.store.chunks(kb.collection, doc_id=doc.doc_id, limit=3)]
+            return answering.fallback_summary(doc.file, first, reason=reason)
+        kb.registry.save_summary(doc.doc_id, summary)
+        return summary
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
-        raise NotImplementedError
+        from backend.documents.preview import render_page
+        kb = self.open_kb(kb_name, check_model=False)
+        doc = self.find_document(kb, file)
+        pdf = kb.folder / "files" / f"{doc.doc_id}.pdf"
+        if not pdf.exists():
+            raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
+        return render_page(pdf, page, highlight, kb.folder / "previews" / doc.doc_id)
 
     def check_llm(self, vision: bool = False) -> tuple[bool, str]:
         """Try the chat (or vision) endpoint once: (ok, one-line message without the key)."""
-        raise NotImplementedError
+        if not self.settings.llm_configured:
+            return False, "no model configured: set llm.base_url and llm.model (and DOCLENS_LLM_API_KEY)"
+        return self.llm.check_connection(vision=vision)
 
     def check_embedding(self) -> tuple[bool, str]:
         """Embed one text with the configured embedding provider: (ok, message)."""
-        raise NotImplementedError
+        try:
+            embedder = self.embedder
+            embedder.embed_queries(["connection test"])
+        except DocLensError as exc:
+            return False, str(exc)
+        return True, f"{embedder.model_id}: OK ({embedder.dim} dimensions)"

@@ -48,6 +48,7 @@ def fail(message: str, debug: bool, code: int = 1) -> int:
 def setup_logging(settings: Settings, debug: bool) -> None:
     level = logging.DEBUG if debug else getattr(logging, settings.logging.level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)  # milvus-lite logs unimplemented calls
     for noisy in ("httpx", "urllib3", "jieba", "pymilvus", "milvus_lite", "sentence_transformers", "matplotlib",
                   "PIL", "faiss", "RapidOCR", "pdfminer", "filelock", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
@@ -298,7 +299,7 @@ def cmd_ask(args, settings: Settings) -> int:
                 answer = update
     print()
     if answer is not None:
-        if answer.notice:
+        if answer.notice and answer.notice not in answer.answer:
             print(f"note: {answer.notice}")
         print(f"confidence {answer.confidence:.0f}% ({answer.mode})")
         for i, s in enumerate(answer.sources, 1):

@@ -1,0 +1,236 @@
+"""Retrieval evaluation on qa.jsonl sets, the recall self-test, and the ingest benchmark."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import re
+import resource
+import statistics
+import time
+import unicodedata
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from backend.errors import DocLensError
+from backend.retrieval.confidence import features, reliability
+from backend.types import IngestResult, ProgressCallback, ProgressEvent, SearchResult, Source
+
+log = logging.getLogger(__name__)
+
+SAMPLE_SEED = 20261129
+KS = (1, 5, 10)
+_PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
+
+
+# -- metrics -----------------------------------------------------------------------------------
+
+def normalize_answer(text: str) -> str:
+    """NFKC, lower case, white space and punctuation removed (the bench's answer-matching rule)."""
+    return _PUNCT_OR_SPACE.sub("", unicodedata.normalize("NFKC", text).lower())
+
+
+def source_has_page(source: Source, doc: str, pages: Sequence[int]) -> bool:
+    return source.file == doc and any(source.page <= p <= source.page_end for p in pages)
+
+
+def source_has_answer(source: Source, answers: Sequence[str]) -> bool:
+    text = normalize_answer(source.text)
+    return any(a and a in text for a in (normalize_answer(x) for x in answers))
+
+
+def question_metrics(sources: Sequence[Source], question: dict) -> dict[str, float]:
+    page_hits = [source_has_page(s, question["doc"], question["pages"]) for s in sources[:10]]
+    answer_hits = [source_has_answer(s, question["answers"]) for s in sources[:10]]
+    metrics = {}
+    for k in KS:
+        metrics[f"hit@{k}"] = float(any(page_hits[:k]))
+        metrics[f"answer_hit@{k}"] = float(any(answer_hits[:k]))
+    first = next((i for i, hit in enumerate(answer_hits, 1) if hit), None)
+    metrics["mrr@10"] = 1.0 / first if first else 0.0
+    return metrics
+
+
+def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
+    if not rows:
+        return {}
+    return {key: round(sum(r[key] for r in rows) / len(rows), 4) for key in rows[0]}
+
+
+# -- eval --------------------------------------------------------------------------------------
+
+def load_questions(path: Path, limit: int = 0) -> list[dict]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DocLensError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    questions = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            questions.append({"id": q.get("id", number), "question": q["question"], "answers": list(q["answers"]),
+                              "doc": q["doc"], "pages": [int(p) for p in q["pages"]],
+                              "scanned": bool(q.get("scanned", False))})
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DocLensError(f"{path}:{number}: not a qa line ({exc.__class__.__name__}: {exc})") from None
+    if limit and limit < len(questions):
+        questions = random.Random(SAMPLE_SEED).sample(questions, limit)
+    return questions
+
+
+def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
+             modes: Sequence[str] = ("dense", "keyword", "hybrid", "rerank"), limit: int = 0,
+             progress: Optional[ProgressCallback] = None, keep_details: bool = False) -> dict[str, Any]:
+    questions = load_questions(Path(qa_path), limit)
+    temporary = kb_name is None
+    name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
+    report: dict[str, Any] = {"questions": len(questions)}
+    try:
+        if temporary:
+            service.create_kb(name)
+            results = service.ingest(name, [Path(docs_dir)], progress=progress)
+            report["ingest"] = ingest_speed(results)
+            failed = [r for r in results if not r.ok]
+            if failed:
+                log.warning("%d documents failed to ingest: %s", len(failed), "; ".join(r.error or "" for r in failed))
+        docs = service.documents(name)
+        report.update({"docs": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)})
+        report["modes"] = {}
+        details: dict[str, list] = {}
+        for mode in modes:
+            report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
+        main_mode = "rerank" if "rerank" in details else modes[0]
+        labels = [d["metrics"]["answer_hit@5"] > 0 for d in details[main_mode]]
+        report["calibration"] = reliability([d["confidence"] for d in details[main_mode]], labels)
+        if keep_details:
+            report["details"] = details
+    finally:
+        if temporary:
+            try:
+                service.delete_kb(name)
+            except DocLensError as exc:
+                log.warning("could not delete the temporary knowledge base %r: %s", name, exc)
+    return report
+
+
+def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
+               progress: Optional[ProgressCallback]) -> tuple[dict[str, Any], list[dict]]:
+    details = []
+    for index, question in enumerate(questions, 1):
+        result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10)
+        details.append({"id": question["id"], "scanned": question["scanned"],
+                        "metrics": question_metrics(result.sources, question), "latency_ms": result.latency_ms,
+                        "confidence": result.confidence, "features": features(result.sources),
+                        "top5_chars": sum(len(s.text) for s in result.sources[:5])})
+        if progress is not None and (index % 20 == 0 or index == len(questions)):
+            progress(ProgressEvent("search", file=f"mode {mode}", file_index=1, file_count=1, current=index,
+                                   total=len(questions), message=f"{mode}: question {index} of {len(questions)}"))
+    latencies = sorted(d["latency_ms"] for d in details)
+    summary = {
+        "all": mean_metrics([d["metrics"] for d in details]),
+        "native": mean_metrics([d["metrics"] for d in details if not d["scanned"]]),
+        "scanned": mean_metrics([d["metrics"] for d in details if d["scanned"]]),
+        "latency_ms": {"p50": round(_percentile(latencies, 50), 1), "p95": round(_percentile(latencies, 95), 1)},
+        "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
+    }
+    return summary, details
+
+
+def _percentile(sorted_values: Sequence[float], pct: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, max(0, round(pct / 100 * (len(sorted_values) - 1))))
+    return float(sorted_values[index])
+
+
+def ingest_speed(results: Sequence[IngestResult]) -> dict[str, float]:
+    """Pages per second for documents that were mostly native vs. mostly scanned."""
+    native = [r for r in results if r.ok and r.status != "duplicate" and r.ocr_pages * 2 < max(1, r.pages)]
+    scanned = [r for r in results if r.ok and r.status != "duplicate" and r.ocr_pages * 2 >= max(1, r.pages)]
+
+    def rate(group: Sequence[IngestResult]) -> float:
+        seconds = sum(r.seconds for r in group)
+        return round(sum(r.pages for r in group) / seconds, 3) if seconds else 0.0
+
+    return {"seconds": round(sum(r.seconds for r in results), 2), "native_pages_per_s": rate(native),
+            "scanned_pages_per_s": rate(scanned)}
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [f"questions {report.get('questions')}  docs {report.get('docs')}  pages {report.get('pages')}  "
+             f"chunks {report.get('chunks')}"]
+    if report.get("ingest"):
+        i = report["ingest"]
+        lines.append(f"ingest {i['seconds']} s  native {i['native_pages_per_s']} pages/s  "
+                     f"scanned {i['scanned_pages_per_s']} pages/s")
+    columns = ["hit@1", "hit@5", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
+    lines.append(f"{'mode':8} {'subset':8} " + " ".join(f"{c:>13}" for c in columns) + "   p50 ms   p95 ms  top5 chars")
+    for mode, data in report.get("modes", {}).items():
+        for subset in ("all", "native", "scanned"):
+            values = data.get(subset) or {}
+            if not values:
+                continue
+            tail = (f"  {data['latency_ms']['p50']:7.1f}  {data['latency_ms']['p95']:7.1f}  {data['top5_chars']:10.0f}"
+                    if subset == "all" else "")
+            lines.append(f"{mode:8} {subset:8} " + " ".join(f"{values.get(c, 0):13.3f}" for c in columns) + tail)
+    calibration = report.get("calibration")
+    if calibration:
+        lines.append(f"calibration ECE {calibration['ece']}: " + ", ".join(
+            f"{b['confidence']:.2f}->{b['accuracy']:.2f} (n={b['n']})" for b in calibration["bins"]))
+    return "\n".join(lines)
+
+
+# -- self-test ---------------------------------------------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<=[。！？；!?;])|(?<=\.)\s+")
+
+
+def probe_sentence(text: str) -> str:
+    """The longest sentence of a chunk (capped), used as the question that should find that chunk."""
+    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s and len(s.strip()) >= 8]
+    best = max(sentences, key=len) if sentences else text.strip()
+    return best[:200]
+
+
+def selftest(service, kb_name: str, samples: int = 50) -> dict[str, Any]:
+    kb = service.open_kb(kb_name)
+    complete = {d.doc_id for d in kb.registry.documents(status="complete")}
+    chunks = [c for c in service.store.chunks(kb.collection) if c.doc_id in complete and len(c.content) >= 30]
+    if not chunks:
+        raise DocLensError(f"knowledge base '{kb.name}' has no chunks to test: upload PDFs first")
+    picked = random.Random(SAMPLE_SEED).sample(chunks, min(samples, len(chunks)))
+    chunk_hits = {1: 0, 5: 0}
+    page_hits = {1: 0, 5: 0}
+    for chunk in picked:
+        result = service.search(kb_name, probe_sentence(chunk.content), mode="rerank", top=5)
+        for k in (1, 5):
+            top = result.sources[:k]
+            chunk_hits[k] += any(s.chunk_id == chunk.id for s in top)
+            page_hits[k] += any(s.doc_id == chunk.doc_id and s.page <= chunk.page <= s.page_end for s in top)
+    n = len(picked)
+    return {"samples": n, "chunk_top1": round(chunk_hits[1] / n, 3), "chunk_top5": round(chunk_hits[5] / n, 3),
+            "page_top1": round(page_hits[1] / n, 3), "page_top5": round(page_hits[5] / n, 3)}
+
+
+# -- ingest benchmark --------------------------------------------------------------------------
+
+def benchmark_ingest(settings, paths: Sequence[Path]) -> dict[str, Any]:
+    """Ingest into a throwaway knowledge base and report pages/s and peak memory."""
+    from backend.service import DocLens
+    name = f"bench {time.strftime('%Y%m%d-%H%M%S')}"
+    with DocLens(settings) as service:
+        service.create_kb(name)
+        try:
+            started = time.perf_counter()
+            results = service.ingest(name, list(paths))
+            wall = time.perf_counter() - started
+        finally:
+            service.delete_kb(name)
+    speed = ingest_speed(results)
+    return {"files": len(results), "failed": sum(not r.ok for r in results),
+            "pages": sum(r.pages for r in results), "ocr_pages": sum(r.ocr_pages for r in results),
+            "chunks": sum(r.chunks for r in results), "wall_seconds": round(wall, 2), **speed,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}

@@ -1,0 +1,261 @@
+"""PDF files -> parsed pages -> chunks -> vectors -> rows, one document at a time, all or nothing.
+
+A document is registered as *pending* before its first row is written and becomes *complete* only after
+the last one; any failure or cancellation removes its rows, figures and registry entry again, and
+start-up (``DocLens.recover``) removes what a crash left pending.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import shutil
+import threading
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from backend.documents.chunking import chunk_pages
+from backend.documents.figures import save_figure
+from backend.documents.ocr import get_ocr_engine
+from backend.documents.pdf import inspect_pdf, iter_pages
+from backend.errors import CancelledError, DocLensError
+from backend.knowledge_bases import OpenKB
+from backend.settings import Settings
+from backend.store.base import ChunkRow, VectorStore
+from backend.types import Chunk, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
+
+log = logging.getLogger(__name__)
+
+MAX_NAME_BYTES = 240  # file names are shown and stored, never used as paths
+
+
+@dataclass
+class UploadItem:
+    path: Path
+    name: str  # the name the user knows the file by
+
+
+@dataclass
+class _Job:
+    """One document in flight: what to undo if it does not finish."""
+    kb: OpenKB
+    item: UploadItem
+    doc_id: str
+    report: Callable[..., None]
+    cancel: Optional[threading.Event]
+    pages: list[PageText] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    empty_ocr_pages: list[int] = field(default_factory=list)
+
+    def check_cancel(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise CancelledError(f"{self.item.name}: cancelled")
+
+
+def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]] = None) -> list[UploadItem]:
+    """Files as given (validated later, so a renamed .txt gets its reason) and PDFs found in folders."""
+    items = []
+    for index, path in enumerate(paths):
+        path = Path(path)
+        if path.is_dir():
+            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
+            items.extend(UploadItem(p, clean_file_name(p.name)) for p in found)
+        else:
+            name = display_names[index] if display_names and index < len(display_names) else path.name
+            items.append(UploadItem(path, clean_file_name(name)))
+    return items
+
+
+def clean_file_name(name: str) -> str:
+    """The last path component, without control characters, at most MAX_NAME_BYTES bytes."""
+    base = name.replace("\\", "/").split("/")[-1].strip()
+    base = "".join(ch for ch in base if unicodedata.category(ch) != "Cc")
+    if base in ("", ".", ".."):
+        base = "document.pdf"
+    while len(base.encode("utf-8")) > MAX_NAME_BYTES:
+        stem, dot, ext = base.rpartition(".")
+        base = (stem[:-1] + dot + ext) if dot and len(ext) <= 8 and stem else base[:-1]
+    return base
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class Ingestor:
+    def __init__(self, settings: Settings, store: VectorStore, embedder):
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+
+    def run(self, kb: OpenKB, items: list[UploadItem], progress: Optional[ProgressCallback] = None,
+            cancel: Optional[threading.Event] = None) -> list[IngestResult]:
+        results = []
+        for index, item in enumerate(items, 1):
+            if cancel is not None and cancel.is_set():
+                results.append(IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start"))
+                continue
+            report = _reporter(progress, item.name, index, len(items))
+            report("file", message=f"file {index} of {len(items)}")
+            results.append(self.ingest_one(kb, item, report, cancel))
+        if progress is not None and items:
+            progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
+        return results
+
+    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel) -> IngestResult:
+        started = time.perf_counter()
+        try:
+            result = self._ingest(kb, item, report, cancel)
+        except CancelledError:
+            result = IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled; nothing was stored")
+        except DocLensError as exc:
+            result = IngestResult(item.name, "failed", error=_naming(item.name, str(exc)))
+        except Exception as exc:  # a bug or a library failure on a strange file: the other files go on
+            log.exception("ingesting %s failed", item.name)
+            result = IngestResult(item.name, "failed", error=f"{item.name}: unexpected {exc.__class__.__name__}: {exc}")
+        result.seconds = time.perf_counter() - started
+        log.info("%s: %s (%s)", item.name, result.status, result.error or f"{result.chunks} chunks")
+        return result
+
+    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel) -> IngestResult:
+        _check_readable(item)
+        sha = file_sha256(item.path)
+        duplicate = kb.registry.document_by_sha(sha)
+        if duplicate is not None:
+            same = "" if duplicate.file == item.name else f" as {duplicate.file}"
+            return IngestResult(item.name, "duplicate", pages=duplicate.pages, ocr_pages=duplicate.ocr_pages,
+                                chunks=duplicate.chunks, figures=duplicate.figures,
+                                error=f"{item.name}: the same content is already indexed{same}; skipped")
+        page_count = inspect_pdf(item.path, self.settings)
+        previous = kb.registry.document_by_file(item.name)
+        job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
+        self._discard(kb, job.doc_id)  # leftovers of an earlier attempt at the same content
+        kb.registry.add_pending(job.doc_id, item.name, sha)
+        try:
+            _keep_original(item.path, kb.folder / "files" / f"{job.doc_id}.pdf")
+            chunks = self._parse_and_chunk(job, page_count)
+            self._embed_and_store(job, chunks)
+            self._finish(job, chunks, page_count)
+        except BaseException:
+            self._discard(kb, job.doc_id)
+            raise
+        replaced = previous is not None and previous.doc_id != job.doc_id
+        if replaced:
+            self._discard(kb, previous.doc_id)
+        return IngestResult(item.name, "replaced" if replaced else "indexed", pages=page_count,
+                            ocr_pages=sum(p.ocr for p in job.pages), chunks=len(chunks), figures=len(job.figures),
+                            empty_ocr_pages=job.empty_ocr_pages,
+                            error=_empty_pages_note(item.name, job.empty_ocr_pages))
+
+    def _parse_and_chunk(self, job: _Job, page_count: int) -> list[Chunk]:
+        ocr_engine = get_ocr_engine(self.settings)
+        figure_dir = job.kb.folder / "figures" / job.doc_id
+        for parsed in iter_pages(job.item.path, self.settings, ocr_engine=ocr_engine):
+            job.check_cancel()
+            job.report("ocr" if parsed.ocr else "parse", parsed.page, page_count,
+                       f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}")
+            job.pages.append(PageText(parsed.page, parsed.text, parsed.ocr))
+            if parsed.ocr and parsed.empty_ocr:
+                job.empty_ocr_pages.append(parsed.page)
+            for figure in parsed.figures:
+                path = save_figure(figure, figure_dir)
+                job.figures.append(Figure(id=f"{job.doc_id}/{path.stem}", doc_id=job.doc_id, file=job.item.name,
+                                          page=parsed.page, path=str(path), caption=figure.caption or ""))
+        job.check_cancel()
+        chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
+        if not chunks:
+            raise DocLensError(_no_text_reason(job))
+        return chunks
+
+    def _embed_and_store(self, job: _Job, chunks: list[Chunk]) -> None:
+        total = len(chunks)
+        job.report("embed", 0, total, f"embedding {total} chunks")
+
+        def on_batch(done: int, _total: int) -> None:
+            job.check_cancel()
+            job.report("embed", done, total, f"embedding {done} of {total}")
+
+        vectors = self.embedder.embed_passages([c.text for c in chunks], progress=on_batch)
+        job.check_cancel()
+        rows = [ChunkRow(id=f"{job.doc_id}:{c.chunk_index}", doc_id=job.doc_id, filename=job.item.name,
+                         page=c.page, page_end=c.page_end, chunk_index=c.chunk_index, content=c.text, vector=v)
+                for c, v in zip(chunks, vectors)]
+        batch = 256
+        for start in range(0, total, batch):
+            job.check_cancel()
+            self.store.insert(job.kb.collection, rows[start:start + batch])
+            job.report("store", min(total, start + batch), total, f"storing {min(total, start + batch)} of {total}")
+
+    def _finish(self, job: _Job, chunks: list[Chunk], page_count: int) -> None:
+        registry = job.kb.registry
+        registry.add_pages(job.doc_id, [(p.page, p.text, p.ocr) for p in job.pages])
+        for figure in job.figures:
+            registry.add_figure(figure)
+        job.check_cancel()
+        registry.mark_complete(job.doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in job.pages),
+                               chunks=len(chunks), figures=len(job.figures))
+
+    def _discard(self, kb: OpenKB, doc_id: str) -> None:
+        remove_document_files(self.store, kb, doc_id)
+
+
+def remove_document_files(store: VectorStore, kb: OpenKB, doc_id: str) -> None:
+    """Rows first, then files, then the registry entry: a crash in between is cleaned up at start."""
+    store.delete_documents(kb.collection, [doc_id])
+    for folder in ("figures", "previews"):
+        shutil.rmtree(kb.folder / folder / doc_id, ignore_errors=True)
+    (kb.folder / "files" / f"{doc_id}.pdf").unlink(missing_ok=True)
+    kb.registry.remove_document(doc_id)
+
+
+def _keep_original(source: Path, target: Path) -> None:
+    """The PDF is kept (by content hash, never by its name) to render page previews later."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part")
+    shutil.copyfile(source, partial)
+    partial.replace(target)
+
+
+def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count: int):
+    def report(stage: str, current: int = 0, total: int = 0, message: str = "") -> None:
+        if progress is not None:
+            progress(ProgressEvent(stage, name, index, count, current, total, message))
+    return report
+
+
+def _check_readable(item: UploadItem) -> None:
+    if not item.path.exists():
+        raise DocLensError(f"{item.name}: file not found")
+    if not item.path.is_file():
+        raise DocLensError(f"{item.name}: not a file")
+    if not os.access(item.path, os.R_OK):
+        raise DocLensError(f"{item.name}: permission denied")
+
+
+def _naming(name: str, message: str) -> str:
+    """Every failure line names the file, once."""
+    return message if name in message else f"{name}: {message}"
+
+
+def _no_text_reason(job: _Job) -> str:
+    if job.empty_ocr_pages:
+        return f"{job.item.name}: no text found (OCR found nothing on pages {_page_list(job.empty_ocr_pages)})"
+    return f"{job.item.name}: no text found in the document"
+
+
+def _empty_pages_note(name: str, pages: list[int]) -> Optional[str]:
+    if not pages:
+        return None
+    return f"{name}: OCR found no text on page(s) {_page_list(pages)}; the other pages are indexed"
+
+
+def _page_list(pages: list[int]) -> str:
+    return ", ".join(str(p) for p in pages[:20]) + (" …" if len(pages) > 20 else "")

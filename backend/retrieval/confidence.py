@@ -1,0 +1,104 @@
+"""Answer confidence: a logistic model over features of the ranked sources, calibrated on the bench sets.
+
+``calibration.json`` beside this file holds the fitted coefficients (written by ``main.py eval
+--calibrate``); the number shown to the user is the predicted chance, in percent, that one of the top
+sources really contains the answer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from functools import lru_cache
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from backend.types import Source
+
+log = logging.getLogger(__name__)
+
+CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
+FEATURES = ("top_relevance", "top_keyword", "top_semantic", "margin", "top_entity", "agreement")
+# Used only until a calibration is fitted: a cautious guess with the right direction.
+_FALLBACK = {"bias": -4.0, "weights": {"top_relevance": 4.0, "top_keyword": 2.0, "top_semantic": 2.0,
+                                       "margin": 1.0, "top_entity": 0.5, "agreement": 0.5}}
+
+
+def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
+    """Numbers in 0..1 describing how convincing the top sources are."""
+    head = list(sources[:top])
+    if not head:
+        return {name: 0.0 for name in FEATURES}
+    scores = [s.scores for s in head]
+    relevances = [s.relevance for s in head]
+    both = sum(1 for s in head if s.dense_rank is not None and s.keyword_rank is not None)
+    return {
+        "top_relevance": relevances[0] / 100.0,
+        "top_keyword": max(sc.get("keyword", 0.0) for sc in scores) / 100.0,
+        "top_semantic": max(sc.get("semantic", 0.0) for sc in scores) / 100.0,
+        "margin": (relevances[0] - relevances[1]) / 100.0 if len(relevances) > 1 else relevances[0] / 100.0,
+        "top_entity": max(sc.get("entity", 0.0) for sc in scores) / 100.0,
+        "agreement": both / len(head),  # found by both the dense and the keyword search
+    }
+
+
+@lru_cache(maxsize=1)
+def load_calibration() -> dict:
+    try:
+        data = json.loads(CALIBRATION_FILE.read_text(encoding="utf-8"))
+        if set(data.get("weights", {})) == set(FEATURES):
+            return data
+        log.warning("calibration file %s does not match the confidence features; using defaults", CALIBRATION_FILE)
+    except FileNotFoundError:
+        pass
+    except (OSError, ValueError) as exc:
+        log.warning("cannot read %s (%s); using default confidence weights", CALIBRATION_FILE, exc)
+    return _FALLBACK
+
+
+def confidence(sources: Sequence[Source], calibration: dict | None = None) -> float:
+    """0-100: the calibrated chance that the answer is among the top sources."""
+    if not sources:
+        return 0.0
+    model = calibration or load_calibration()
+    values = features(sources)
+    z = model["bias"] + sum(model["weights"][name] * values[name] for name in FEATURES)
+    return 100.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
+
+
+def fit_calibration(rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: float = 1e-3,
+                    iterations: int = 500) -> dict:
+    """Logistic regression by Newton's method (tiny data: a few thousand questions, six features)."""
+    x = np.array([[r[name] for name in FEATURES] for r in rows], dtype=np.float64)
+    x = np.hstack([np.ones((len(x), 1)), x])
+    y = np.array(labels, dtype=np.float64)
+    w = np.zeros(x.shape[1])
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
+        gradient = x.T @ (p - y) + l2 * np.r_[0.0, w[1:]]
+        hessian = (x.T * (p * (1 - p))) @ x + l2 * np.diag(np.r_[0.0, np.ones(len(FEATURES))])
+        step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return {"bias": float(w[0]), "weights": {name: float(v) for name, v in zip(FEATURES, w[1:])}}
+
+
+def reliability(confidences: Sequence[float], labels: Sequence[bool], bins: int = 10) -> dict:
+    """Expected calibration error and the per-bin table (confidence shown vs. accuracy observed)."""
+    table = []
+    ece = 0.0
+    total = len(confidences)
+    for b in range(bins):
+        low, high = 100.0 * b / bins, 100.0 * (b + 1) / bins
+        members = [(c, l) for c, l in zip(confidences, labels) if low <= c < high or (b == bins - 1 and c == 100.0)]
+        if not members:
+            continue
+        mean_conf = sum(c for c, _ in members) / len(members) / 100.0
+        accuracy = sum(1 for _, l in members if l) / len(members)
+        ece += len(members) / total * abs(mean_conf - accuracy)
+        table.append({"confidence": round(mean_conf, 3), "accuracy": round(accuracy, 3), "n": len(members)})
+    return {"ece": round(ece, 4), "bins": table}

@@ -1,0 +1,88 @@
+"""The composite rule-based reranker: six signals of 0-100 each, a weighted mean as the relevance.
+
+Every signal is kept on the source so the user sees why a passage ranks where it does.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+from rapidfuzz import fuzz
+
+from backend.retrieval.text import normalize, query_entities, query_terms
+from backend.settings import RerankSettings
+from backend.types import Source
+
+SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
+# Cosine similarities of e5-style models sit in a narrow band; this maps that band onto 0-100.
+SEMANTIC_FLOOR = 0.70
+SEMANTIC_CEILING = 0.92
+
+
+def fuzzy_score(question: str, text: str) -> float:
+    """How well the question (as a whole) matches some part of the chunk."""
+    q = normalize(question)
+    if not q.strip():
+        return 0.0
+    return float(fuzz.partial_ratio(q, normalize(text)))
+
+
+def keyword_score(question: str, text: str) -> float:
+    """Share of the question's content words found in the chunk, longer words counting more."""
+    terms = query_terms(question)
+    if not terms:
+        return 0.0
+    haystack = normalize(text)
+    weights = [math.log1p(len(t)) for t in terms]
+    found = sum(w for t, w in zip(terms, weights) if t in haystack)
+    return 100.0 * found / sum(weights)
+
+
+def entity_score(question: str, text: str) -> float:
+    entities = query_entities(question)
+    if not entities:
+        return 0.0
+    haystack = normalize(text)
+    return 100.0 * sum(1 for e in entities if e in haystack) / len(entities)
+
+
+def semantic_score(similarity: float | None) -> float:
+    if similarity is None:
+        return 0.0
+    return 100.0 * min(1.0, max(0.0, (similarity - SEMANTIC_FLOOR) / (SEMANTIC_CEILING - SEMANTIC_FLOOR)))
+
+
+def length_score(text: str) -> float:
+    """A prior against fragments (headings, captions) and against walls of text."""
+    n = len(text.strip())
+    if n < 20:
+        return 0.0
+    if n < 120:
+        return 100.0 * (n - 20) / 100
+    if n <= 1200:
+        return 100.0
+    return max(40.0, 100.0 - (n - 1200) / 40)
+
+
+def rank_score(fused_rank: int, candidates: int) -> float:
+    """The fused (RRF) rank as a prior: 100 for the first, falling smoothly."""
+    if candidates <= 1:
+        return 100.0
+    return 100.0 / (1.0 + 0.15 * (fused_rank - 1))
+
+
+def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings) -> list[Source]:
+    """Score candidates (already in fused order) and return them by descending relevance."""
+    total_weight = sum(getattr(weights, s) for s in SIGNALS) or 1.0
+    for rank, source in enumerate(candidates, 1):
+        source.scores = {
+            "fuzzy": fuzzy_score(question, source.text),
+            "keyword": keyword_score(question, source.text),
+            "semantic": semantic_score(source.similarity),
+            "length": length_score(source.text),
+            "rank": rank_score(rank, len(candidates)),
+            "entity": entity_score(question, source.text),
+        }
+        source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
+    return sorted(candidates, key=lambda s: -s.relevance)

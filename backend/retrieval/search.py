@@ -1,0 +1,141 @@
+"""Question -> dense and keyword candidates -> weighted RRF -> composite rerank -> confidence."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Optional
+
+import numpy as np
+
+from backend.retrieval.confidence import confidence
+from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
+from backend.retrieval.rerank import rerank, semantic_score
+from backend.retrieval.text import is_chinese
+from backend.settings import Settings
+from backend.store.base import Hit, SearchFilter, VectorStore
+from backend.types import SearchResult, Source
+
+log = logging.getLogger(__name__)
+
+MODES = ("dense", "keyword", "hybrid", "rerank")
+Translator = Callable[[str], Optional[str]]
+
+
+class Retriever:
+    def __init__(self, settings: Settings, store: VectorStore, embedder, translator: Optional[Translator] = None):
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.translator = translator
+        self._translations: dict[str, Optional[str]] = {}
+        self._lock = threading.Lock()
+
+    def search(self, collection: str, question: str, where: SearchFilter, mode: str = "rerank",
+               top: Optional[int] = None) -> SearchResult:
+        if mode not in MODES:
+            raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+        started = time.perf_counter()
+        cfg = self.settings.retrieval
+        top = top or cfg.top_k
+        queries = self._queries(question)
+        vectors = self.embedder.embed_queries(queries)
+        dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
+                       if mode != "keyword" else [])
+        keyword_lists = ([self.store.keyword_search(collection, q, cfg.keyword_top_n, where) for q in queries]
+                         if mode != "dense" else [])
+        candidates = _collect(dense_lists, keyword_lists)
+        self._fill_similarity(collection, candidates, vectors)
+        fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
+                             + [RankedList([h.row.id for h in hits], cfg.keyword_weight) for hits in keyword_lists],
+                             k=cfg.rrf_k)
+        for chunk_id, score in fused.items():
+            candidates[chunk_id].rrf = score
+        ordered = [candidates[i] for i in order_by_score(fused)]
+        ranked = self._rank(mode, question, ordered, len(dense_lists) + len(keyword_lists))
+        sources = ranked[:top]
+        result = SearchResult(question=question, mode=mode, confidence=confidence(ranked), sources=sources,
+                              queries=queries)
+        result.latency_ms = (time.perf_counter() - started) * 1000
+        return result
+
+    def _rank(self, mode: str, question: str, ordered: list[Source], lists: int) -> list[Source]:
+        """Order candidates for the mode; the reranker's signals are computed in every mode for display."""
+        pool = ordered[: max(self.settings.retrieval.rerank_candidates, self.settings.retrieval.top_k)]
+        reranked = rerank(question, pool, self.settings.rerank)
+        if mode == "rerank":
+            return reranked
+        if mode == "dense":
+            by_mode = sorted(pool, key=lambda s: -(s.similarity or 0.0))
+            for s in by_mode:
+                s.relevance = semantic_score(s.similarity)
+            return by_mode
+        if mode == "keyword":
+            by_mode = sorted(pool, key=lambda s: s.keyword_rank or 10**9)
+        else:  # hybrid: the fused order itself
+            by_mode = list(pool)
+        best_possible = (self.settings.retrieval.dense_weight + self.settings.retrieval.keyword_weight) \
+            / (self.settings.retrieval.rrf_k + 1) * max(1, lists // 2)
+        for s in by_mode:
+            s.relevance = min(100.0, 100.0 * s.rrf / best_possible) if best_possible else 0.0
+        return by_mode
+
+    def _fill_similarity(self, collection: str, candidates: dict[str, Source], vectors: np.ndarray) -> None:
+        """Keyword-only hits get the real cosine too, from their stored vectors."""
+        missing = [cid for cid, s in candidates.items() if s.similarity is None]
+        stored = self.store.vectors(collection, missing) if missing else {}
+        for cid in missing:
+            if cid in stored:
+                candidates[cid].similarity = float(np.max(vectors @ stored[cid]))
+
+    def _queries(self, question: str) -> list[str]:
+        queries = [question]
+        if self.settings.retrieval.query_expansion and self.translator is not None:
+            translated = self._translate(question)
+            if translated and translated.strip() and translated.strip() != question.strip():
+                queries.append(translated.strip())
+        return queries
+
+    def _translate(self, question: str) -> Optional[str]:
+        with self._lock:
+            if question in self._translations:
+                return self._translations[question]
+        try:
+            translated = self.translator(question) if self.translator else None
+        except Exception as exc:  # expansion is a bonus: a failing model must not fail the search
+            log.warning("query translation failed: %s", exc)
+            translated = None
+        with self._lock:
+            if len(self._translations) > 2048:
+                self._translations.clear()
+            self._translations[question] = translated
+        return translated
+
+
+def translation_prompt(question: str) -> list[dict[str, str]]:
+    target = "English" if is_chinese(question) else "Chinese (简体中文)"
+    return [{"role": "system", "content": f"Translate the user's question into {target}. Reply with the "
+                                          f"translation only, no quotes or explanations."},
+            {"role": "user", "content": question}]
+
+
+def _collect(dense_lists: list[list[Hit]], keyword_lists: list[list[Hit]]) -> dict[str, Source]:
+    """One Source per chunk, with its best dense rank and similarity and its best keyword rank."""
+    candidates: dict[str, Source] = {}
+    for hits in dense_lists:
+        for rank, hit in enumerate(hits, 1):
+            source = candidates.setdefault(hit.row.id, _source(hit))
+            source.dense_rank = min(rank, source.dense_rank or rank)
+            source.similarity = max(hit.score, source.similarity if source.similarity is not None else -1.0)
+    for hits in keyword_lists:
+        for rank, hit in enumerate(hits, 1):
+            source = candidates.setdefault(hit.row.id, _source(hit))
+            source.keyword_rank = min(rank, source.keyword_rank or rank)
+    return candidates
+
+
+def _source(hit: Hit) -> Source:
+    row = hit.row
+    return Source(file=row.filename, doc_id=row.doc_id, page=row.page, page_end=row.page_end,
+                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id)
