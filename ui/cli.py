@@ -48,8 +48,10 @@ def fail(message: str, debug: bool, code: int = 1) -> int:
 def setup_logging(settings: Settings, debug: bool) -> None:
     level = logging.DEBUG if debug else getattr(logging, settings.logging.level)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    logging.getLogger("grpc._server").setLevel(logging.CRITICAL)  # milvus-lite logs unimplemented calls
-    for noisy in ("httpx", "urllib3", "jieba", "pymilvus", "milvus_lite", "sentence_transformers", "matplotlib",
+    # milvus-lite logs unimplemented gRPC calls and a traceback when its store is locked; we say it in one line
+    for chatty in ("grpc._server", "milvus_lite"):
+        logging.getLogger(chatty).setLevel(logging.CRITICAL)
+    for noisy in ("httpx", "urllib3", "jieba", "pymilvus", "sentence_transformers", "matplotlib",
                   "PIL", "faiss", "RapidOCR", "pdfminer", "filelock", "huggingface_hub"):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 

@@ -252,9 +252,23 @@ def _short(exc: Exception) -> str:
     return message.strip().splitlines()[0][:300] if message else exc.__class__.__name__
 
 
+def _lite_store_locked(uri: str) -> bool:
+    """Milvus Lite holds an exclusive flock on a file in its folder while a process has the store open."""
+    import fcntl
+    for lock_file in [Path(uri) / "LOCK", *Path(uri).glob("*.lock")]:
+        try:
+            with open(lock_file, "rb") as handle:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                fcntl.flock(handle, fcntl.LOCK_UN)
+        except BlockingIOError:
+            return True
+        except OSError:
+            continue
+    return False
+
+
 def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
-    text = f"{exc!r} {exc.__cause__!r} {exc.__context__!r}"
-    if is_lite and ("lock" in text.lower() or "Open local milvus failed" in text):
+    if is_lite and _lite_store_locked(uri):
         return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
                 f"serve it with `milvus-lite server --data-dir {uri} --host 127.0.0.1 --port 19530` and set "
                 f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "

@@ -1,0 +1,236 @@
+"""Sliding-window chunking of a document's pages at paragraph and sentence boundaries.
+
+Pages are cut into units that are never split: sentences, ``$$…$$`` blocks and Markdown tables (or
+groups of table rows under a repeated header when a table is bigger than a chunk). Units are packed
+into chunks of at most ``size`` characters; neighbouring chunks share up to ``overlap`` characters of
+sentences. A chunk does not run over a page break unless a paragraph continues on the next page.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from backend.types import Chunk, PageText
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+_MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.DOTALL)
+_SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)]*\s*|[.!?]+[\"'”’)\]]*\s+")
+_SOFT_BREAK = re.compile(r"[\s，,、；;：:]")
+_TABLE_RULE = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
+_TERMINAL = re.compile(r"[。！？.!?:：;；\"”’」』)）|$]\s*$")
+
+
+@dataclass
+class _Unit:
+    text: str
+    page: int
+    kind: str  # sentence | math | table
+    new_paragraph: bool  # starts a paragraph (joined with a blank line), else continues the previous unit
+    carried: bool = False  # repeated from the previous chunk as overlap
+
+
+def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chunk]:
+    """Chunks of at most ``size`` characters (a single oversized table row or formula may exceed it)."""
+    if size <= 0:
+        raise ValueError("chunk size must be positive")
+    overlap = max(0, min(overlap, size // 2))
+    units = [u for page in pages for u in _page_units(page, size)]
+    return _Packer(size, overlap).pack(units)
+
+
+# ------------------------------------------------------------------------------------------- units
+
+def _page_units(page: PageText, size: int) -> list[_Unit]:
+    units: list[_Unit] = []
+    for block in _blocks(page.text):
+        if block.startswith("$$"):
+            units.append(_Unit(block, page.page, "math", True))
+        elif _is_table(block):
+            units += [_Unit(t, page.page, "table", True) for t in _split_table(block, size)]
+        else:
+            pieces = [p for s in _sentences(block) for p in _hard_split(s, size)]
+            units += [_Unit(p, page.page, "sentence", i == 0) for i, p in enumerate(pieces)]
+    return units
+
+
+def _blocks(text: str) -> Iterable[str]:
+    """Paragraphs (split at blank lines), with every $$…$$ block kept whole as its own block."""
+    position = 0
+    for match in _MATH_BLOCK.finditer(text):
+        yield from _paragraphs(text[position:match.start()])
+        yield match.group(0).strip()
+        position = match.end()
+    yield from _paragraphs(text[position:])
+
+
+def _paragraphs(text: str) -> Iterable[str]:
+    for paragraph in re.split(r"\n\s*\n", text):
+        paragraph = paragraph.strip()
+        if not paragraph:
+            continue
+        yield from _separate_tables(paragraph)
+
+
+def _separate_tables(paragraph: str) -> Iterable[str]:
+    """A table written right under a text line (no blank line) is still its own block."""
+    lines = paragraph.split("\n")
+    current: list[str] = []
+    in_table = False
+    for line in lines:
+        row = line.strip().startswith("|")
+        if current and row != in_table:
+            yield "\n".join(current).strip()
+            current = []
+        current.append(line)
+        in_table = row
+    if current:
+        yield "\n".join(current).strip()
+
+
+def _is_table(block: str) -> bool:
+    return all(line.strip().startswith("|") for line in block.split("\n"))
+
+
+def _split_table(table: str, size: int) -> list[str]:
+    """The whole table if it fits, else groups of rows each under the repeated header."""
+    if len(table) <= size:
+        return [table]
+    lines = table.split("\n")
+    has_header = len(lines) > 1 and _TABLE_RULE.fullmatch(lines[1].strip()) is not None
+    header = lines[:2] if has_header else []
+    rows = lines[2:] if has_header else lines
+    groups: list[list[str]] = []
+    for row in rows:
+        if groups and len("\n".join(header + groups[-1] + [row])) <= size:
+            groups[-1].append(row)
+        else:
+            groups.append([row])
+    return ["\n".join(header + g) for g in groups]
+
+
+def _sentences(paragraph: str) -> list[str]:
+    """Sentences with their trailing whitespace, so that concatenating them gives the paragraph back."""
+    pieces, start = [], 0
+    for match in _SENTENCE_END.finditer(paragraph):
+        pieces.append(paragraph[start:match.end()])
+        start = match.end()
+    if start < len(paragraph):
+        pieces.append(paragraph[start:])
+    return [p for p in pieces if p.strip()]
+
+
+def _hard_split(sentence: str, size: int) -> list[str]:
+    """A sentence longer than a chunk is cut at the last space or comma before the limit."""
+    pieces = []
+    while len(sentence) > size:
+        cut = max((m.end() for m in _SOFT_BREAK.finditer(sentence, 0, size)), default=0)
+        cut = cut if cut > size // 2 else size
+        pieces.append(sentence[:cut])
+        sentence = sentence[cut:]
+    if sentence:
+        pieces.append(sentence)
+    return pieces
+
+
+# ------------------------------------------------------------------------------------------ packing
+
+class _Packer:
+    def __init__(self, size: int, overlap: int) -> None:
+        self.size = size
+        self.overlap = overlap
+        self.min_chunk = max(20, size // 4)  # smaller remnants are merged into a neighbour
+        self.chunks: list[tuple[list[_Unit], str]] = []
+
+    def pack(self, units: Sequence[_Unit]) -> list[Chunk]:
+        current: list[_Unit] = []
+        for unit in units:
+            if current and unit.page != current[-1].page:
+                if _continues(current[-1], unit):
+                    unit = _Unit(unit.text, unit.page, unit.kind, False)
+                elif len(_join(current)) >= self.min_chunk or self._fits_previous(current):
+                    self._emit(current)
+                    current = []
+            if current and len(_join(current + [unit])) > self.size:
+                carried = self._overlap_units(current, unit)
+                self._emit(current)
+                current = carried
+            current.append(unit)
+        if current:
+            self._emit(current, last=True)
+        return [Chunk(text=text, page=units_[0].page, page_end=units_[-1].page, chunk_index=i)
+                for i, (units_, text) in enumerate(self.chunks)]
+
+    def _fits_previous(self, units: list[_Unit], any_page: bool = False) -> bool:
+        if not self.chunks:
+            return False
+        previous_units, _ = self.chunks[-1]
+        return (any_page or previous_units[-1].page == units[0].page) and \
+            len(_join(previous_units + units)) <= self.size + self.min_chunk
+
+    def _emit(self, units: list[_Unit], last: bool = False) -> None:
+        """Store a chunk; a tiny one goes onto the previous chunk (of the same page, unless it is the
+        document's last bit) when there is room."""
+        text = _join(units)
+        if not text.strip():
+            return
+        if len(text) < self.min_chunk and self._fits_previous(units, any_page=last):
+            previous_units, _ = self.chunks.pop()
+            merged = previous_units + [u for u in units if not u.carried]
+            self.chunks.append((merged, _join(merged)))
+            return
+        self.chunks.append((list(units), text))
+
+    def _overlap_units(self, current: list[_Unit], following: _Unit) -> list[_Unit]:
+        """Trailing sentences of the chunk (at most ``overlap`` characters) that start the next one."""
+        if not self.overlap or current[-1].page != following.page and not _continues(current[-1], following):
+            return []
+        carried: list[_Unit] = []
+        for unit in reversed(current[1:]):
+            if unit.kind != "sentence" or len(_join([unit] + carried)) > self.overlap:
+                break
+            carried.insert(0, _Unit(unit.text, unit.page, unit.kind, unit.new_paragraph, carried=True))
+        if not carried and current[-1].kind == "sentence":
+            tail = _tail(current[-1].text, self.overlap)
+            if tail:
+                carried = [_Unit(tail, current[-1].page, "sentence", False, carried=True)]
+        if carried and len(_join(carried + [following])) > self.size:
+            return []
+        return carried
+
+
+def _tail(text: str, limit: int) -> str:
+    """The last ``limit`` characters of a sentence, starting at a word boundary in Latin text."""
+    tail = text.rstrip()[-limit:]
+    if len(tail) == len(text.rstrip()) or _CJK.search(tail[:1] or "x"):
+        return tail if len(tail) < len(text.rstrip()) else ""
+    space = tail.find(" ")
+    return tail[space + 1:] if 0 <= space < len(tail) - 1 else ""
+
+
+def _continues(last: _Unit, following: _Unit) -> bool:
+    """A paragraph runs over the page break: it did not end with a full stop and text follows."""
+    return last.kind == "sentence" and following.kind == "sentence" and not _TERMINAL.search(last.text)
+
+
+def _join(units: Sequence[_Unit]) -> str:
+    text = ""
+    for unit in units:
+        if not text:
+            text = unit.text.strip() if unit.new_paragraph else unit.text.lstrip()
+        elif unit.new_paragraph:
+            text = text.rstrip() + "\n\n" + unit.text.strip()
+        else:
+            text = _glue(text, unit.text)
+    return text.strip()
+
+
+def _glue(left: str, right: str) -> str:
+    """Sentences of one paragraph: as they were, or joined across a page break like wrapped lines."""
+    if left[-1:].isspace() or not right.strip():
+        return left + right
+    if _CJK.match(left[-1]) or _CJK.match(right.lstrip()[:1] or "x"):
+        return left + right.lstrip()
+    return left + " " + right.lstrip()
+

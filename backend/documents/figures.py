@@ -1,0 +1,236 @@
+"""Figures of a page: embedded images and charts drawn as vector paths, rendered to PNG with a caption.
+
+Vector charts have no image object. A chart is taken to be a compact cluster of paths that holds at
+least two solid shapes (bars, areas, slices) or a long polyline with no text inside them; glyphs of
+formulas drawn as paths are too small to count and table cells hold text, so neither is taken.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional, Sequence
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+from PIL import Image
+
+from backend.documents.layout import BBox, Char, TextLine, center_inside, union
+
+log = logging.getLogger(__name__)
+
+CAPTION = re.compile(r"^\s*(?:图\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)",
+                     re.IGNORECASE)
+_CLUSTER_GAP = 10.0  # points between paths of one chart
+_MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
+_CAPTION_BELOW = 60.0
+_CAPTION_ABOVE = 40.0
+
+
+@dataclass
+class PageFigure:
+    """A figure found on a page; ``index`` is 1-based in reading order on that page."""
+    page: int
+    index: int
+    box: BBox  # PDF points, origin bottom left
+    kind: str  # "image" or "vector"
+    image: Image.Image
+    caption: str = ""
+
+    @property
+    def file_name(self) -> str:
+        return f"p{self.page}_fig{self.index}.png"
+
+    def png_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        self.image.save(buffer, format="PNG")
+        return buffer.getvalue()
+
+
+def save_figure(figure: PageFigure, directory: Path | str) -> Path:
+    """Write the figure as ``p{page}_fig{n}.png`` into ``directory`` and return its path."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / figure.file_name
+    figure.image.save(path, format="PNG")
+    return path
+
+
+def image_boxes(page: pdfium.PdfPage) -> list[tuple[BBox, tuple[int, int]]]:
+    """Bounds and pixel size of the page's image objects."""
+    found = []
+    for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2):
+        try:
+            pixels = obj.get_px_size()
+        except pdfium.PdfiumError:
+            pixels = (0, 0)
+        found.append((tuple(obj.get_bounds()), tuple(pixels)))
+    return found
+
+
+def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
+                 images: Sequence[tuple[BBox, tuple[int, int]]], paths: Sequence[tuple[BBox, int]],
+                 excluded: Sequence[BBox], min_px: int, dpi: int, vector_charts: bool,
+                 max_image_share: float = 0.8) -> list[PageFigure]:
+    """Images and (optionally) vector charts, largest page-covering images and ``excluded`` areas left out."""
+    width, height = page.get_size()
+    page_area = width * height
+    boxes = [(b, "image") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
+    if vector_charts:
+        chars = [c for ln in lines for c in ln.chars]
+        taken = [b for b, _ in boxes] + list(excluded)
+        boxes += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
+    boxes = [(b, kind) for b, kind in boxes if _big_enough(b, min_px, dpi)]
+    boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
+    figures = []
+    used_captions: set[int] = set()
+    for index, (box, kind) in enumerate(boxes, start=1):
+        caption = _caption_for(box, lines, used_captions)
+        figures.append(PageFigure(page_no, index, box, kind, render_region(page, box, dpi), caption))
+    return figures
+
+
+def _image_regions(images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float,
+                   min_px: int, dpi: int) -> list[BBox]:
+    boxes = [b for b, px in images
+             if (b[2] - b[0]) * (b[3] - b[1]) <= max_share * page_area
+             and (px == (0, 0) or min(px) >= min_px)]
+    return merge_boxes(boxes, gap=2.0)  # images cut into strips or tiles form one figure
+
+
+def _big_enough(box: BBox, min_px: int, dpi: int) -> bool:
+    scale = dpi / 72.0
+    return min(box[2] - box[0], box[3] - box[1]) * scale >= min_px
+
+
+def merge_boxes(boxes: Sequence[BBox], gap: float) -> list[BBox]:
+    """Union boxes that overlap or lie within ``gap`` of each other, until none do."""
+    merged = list(boxes)
+    changed = True
+    while changed:
+        changed = False
+        out: list[BBox] = []
+        for box in merged:
+            for i, other in enumerate(out):
+                if _near(box, other, gap):
+                    out[i] = union([box, other])
+                    changed = True
+                    break
+            else:
+                out.append(box)
+        merged = out
+    return merged
+
+
+def _near(a: BBox, b: BBox, gap: float) -> bool:
+    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
+
+
+def _vector_chart_regions(paths: Sequence[tuple[BBox, int]], chars: Sequence[Char], lines: Sequence[TextLine],
+                          taken: Sequence[BBox], width: float, height: float) -> list[BBox]:
+    candidates = [(b, n) for b, n in paths
+                  if (b[2] - b[0]) < 0.9 * width and (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * width * height
+                  and not any(center_inside(b, t, pad=2.0) for t in taken)]
+    if len(candidates) > _MAX_PATHS:
+        log.debug("%d vector paths on a page: vector chart detection skipped", len(candidates))
+        return []
+    regions = []
+    for cluster in _clusters(candidates):
+        box = union(b for b, _ in cluster)
+        shapes = sum(1 for b, n in cluster if _is_chart_shape(b, n, chars))
+        boxed_text = sum(1 for b, n in cluster if n <= 6 and _holds_text(b, chars))
+        if shapes >= 2 and boxed_text < 2 and box[2] - box[0] >= 100 and box[3] - box[1] >= 60:
+            regions.append(_with_labels(box, lines, width, height))
+    return regions
+
+
+def _clusters(paths: Sequence[tuple[BBox, int]]) -> list[list[tuple[BBox, int]]]:
+    groups: list[tuple[BBox, list[tuple[BBox, int]]]] = []
+    for path in sorted(paths, key=lambda p: (-p[0][3], p[0][0])):
+        hits = [g for g in groups if _near(g[0], path[0], _CLUSTER_GAP)]
+        members = [path] + [m for g in hits for m in g[1]]
+        groups = [g for g in groups if not any(g is h for h in hits)]
+        groups.append((union(b for b, _ in members), members))
+    # a cluster's growth can reach a group formed earlier: merge until stable
+    merged = True
+    while merged:
+        merged = False
+        for i in range(len(groups)):
+            for j in range(i + 1, len(groups)):
+                if _near(groups[i][0], groups[j][0], _CLUSTER_GAP):
+                    members = groups[i][1] + groups[j][1]
+                    groups[i] = (union(b for b, _ in members), members)
+                    del groups[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return [g[1] for g in groups]
+
+
+def _is_chart_shape(box: BBox, segments: int, chars: Sequence[Char]) -> bool:
+    """A bar, area or slice (solid and sizeable), or a data polyline; never a box holding text."""
+    w, h = box[2] - box[0], box[3] - box[1]
+    solid = min(w, h) >= 8 and w * h >= 300
+    polyline = segments >= 6 and w >= 40 and h >= 20
+    if not (solid or polyline):
+        return False
+    return not _holds_text(box, chars)
+
+
+def _holds_text(box: BBox, chars: Sequence[Char]) -> bool:
+    """Table cells and text frames hold text; chart bars and areas do not."""
+    if min(box[2] - box[0], box[3] - box[1]) < 8:
+        return False
+    return any(center_inside(c.box, box) for c in chars if not c.text.isspace())
+
+
+def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: float) -> BBox:
+    """Grow the chart box over the short text lines around it: axis labels, legend, title."""
+    pad = 20.0
+    zone = (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+    labels = [ln.box for ln in lines
+              if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0]
+              and not CAPTION.match(ln.text)]
+    grown = union([box] + labels)
+    margin = 4.0
+    return (max(0.0, grown[0] - margin), max(0.0, grown[1] - margin),
+            min(width, grown[2] + margin), min(height, grown[3] + margin))
+
+
+def _caption_for(box: BBox, lines: Sequence[TextLine], used: set[int]) -> str:
+    """The nearest 'Figure n' / '图n' line just below the figure, else just above it."""
+    best: Optional[tuple[float, int]] = None
+    for i, line in enumerate(lines):
+        if i in used or line.block or not CAPTION.match(line.text):
+            continue
+        if line.x1 < box[0] or line.x0 > box[2]:
+            continue
+        below = box[1] - line.y1
+        above = line.y0 - box[3]
+        if -2.0 <= below <= _CAPTION_BELOW:
+            distance = below
+        elif -2.0 <= above <= _CAPTION_ABOVE:
+            distance = above + 0.5  # prefer below on a tie: captions usually sit under figures
+        else:
+            continue
+        if best is None or distance < best[0]:
+            best = (distance, i)
+    if best is None:
+        return ""
+    used.add(best[1])
+    return lines[best[1]].text
+
+
+def render_region(page: pdfium.PdfPage, box: BBox, dpi: int) -> Image.Image:
+    """Render just ``box`` of the page (so overlays, masks and rotation come out as printed)."""
+    width, height = page.get_size()
+    crop = (max(0.0, box[0]), max(0.0, box[1]), max(0.0, width - box[2]), max(0.0, height - box[3]))
+    bitmap = page.render(scale=dpi / 72.0, crop=crop)
+    try:
+        return bitmap.to_pil().convert("RGB")
+    finally:
+        bitmap.close()

@@ -1,0 +1,263 @@
+"""OCR engines: turn a page image into text lines in reading order, grouped into paragraphs.
+
+``rapidocr`` (bundled PP-OCR ONNX models, offline) is the default and the only engine tested for real.
+``paddleocr`` works only when it is installed *and* its models are already on disk (it cannot download
+here). ``ppstructure_api`` posts the page image to a PP-StructureV3 layout-parsing HTTP endpoint.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Optional, Protocol, Sequence
+
+from PIL import Image
+
+from backend.errors import DocumentError
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+
+
+class OCREngine(Protocol):
+    """Anything that reads a page image. ``recognize`` returns paragraphs separated by blank lines."""
+
+    name: str
+
+    def recognize(self, image: Image.Image) -> str: ...
+
+
+@dataclass
+class OCRBox:
+    """One recognised text line with its box in image pixels."""
+    text: str
+    x0: float
+    y0: float  # top
+    x1: float
+    y1: float  # bottom
+
+    @property
+    def height(self) -> float:
+        return max(1.0, self.y1 - self.y0)
+
+
+def join_words(left: str, right: str) -> str:
+    """Join two pieces of one line: no space around CJK text, one space between Latin words."""
+    if not left:
+        return right
+    if not right:
+        return left
+    if _CJK.match(left[-1]) or _CJK.match(right[0]):
+        return left + right
+    return left + " " + right
+
+
+def boxes_to_text(boxes: Sequence[OCRBox]) -> str:
+    """Order boxes top to bottom, merge boxes on the same row, and start a paragraph at big gaps."""
+    rows = _group_rows(sorted(boxes, key=lambda b: (b.y0 + b.y1) / 2))
+    if not rows:
+        return ""
+    heights = sorted(max(b.height for b in row) for row in rows)
+    typical = heights[len(heights) // 2]
+    out: list[str] = []
+    previous_bottom: Optional[float] = None
+    for row in rows:
+        text = ""
+        for box in sorted(row, key=lambda b: b.x0):
+            text = join_words(text, box.text.strip())
+        top = min(b.y0 for b in row)
+        if previous_bottom is not None and top - previous_bottom > 0.9 * typical and out:
+            out.append("")  # a gap taller than a line: new paragraph
+        out.append(text)
+        previous_bottom = max(b.y1 for b in row)
+    return "\n".join(out).strip()
+
+
+def _group_rows(boxes: Iterable[OCRBox]) -> list[list[OCRBox]]:
+    rows: list[list[OCRBox]] = []
+    for box in boxes:
+        if rows:
+            row = rows[-1]
+            top = min(b.y0 for b in row)
+            bottom = max(b.y1 for b in row)
+            overlap = min(bottom, box.y1) - max(top, box.y0)
+            if overlap > 0.5 * min(box.height, bottom - top):
+                row.append(box)
+                continue
+        rows.append([box])
+    return rows
+
+
+class RapidOCREngine:
+    """rapidocr 3.x with its bundled PP-OCR small models; the ONNX sessions load once, on first use."""
+
+    name = "rapidocr"
+
+    def __init__(self, det_limit_side_len: int = 1280) -> None:
+        self._params = {"Global.use_cls": False,  # the classifier flipped long English lines
+                        "Global.log_level": "warning",  # it logs every model load at INFO otherwise
+                        "Det.limit_type": "max",
+                        "Det.limit_side_len": det_limit_side_len}
+        self._engine: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._engine is None:
+                try:
+                    from rapidocr import RapidOCR
+                except ImportError as exc:
+                    raise DocumentError(f"OCR engine rapidocr is not installed ({exc})") from None
+                self._engine = RapidOCR(params=self._params)
+            return self._engine
+
+    def recognize(self, image: Image.Image) -> str:
+        import numpy as np
+
+        engine = self._load()
+        result = engine(np.asarray(image.convert("RGB")))
+        if result is None or result.boxes is None or result.txts is None:
+            return ""
+        boxes = [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
+                        float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
+                 for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
+        return boxes_to_text(boxes)
+
+
+class PaddleOCREngine:
+    """PaddleOCR 3.x, only with models already on disk: it cannot download them here."""
+
+    name = "paddleocr"
+    _DET_NAMES = ("PP-OCRv5_server_det", "PP-OCRv5_mobile_det")
+    _REC_NAMES = ("PP-OCRv5_server_rec", "PP-OCRv5_mobile_rec")
+
+    def __init__(self) -> None:
+        try:
+            import paddleocr  # noqa: F401
+        except ImportError:
+            raise DocumentError("OCR engine paddleocr is not installed (pip install paddleocr paddlepaddle); "
+                                "set ocr.engine to rapidocr") from None
+        det_dir, rec_dir = self._find_model_dirs()
+        os.environ.setdefault("PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK", "True")
+        from paddleocr import PaddleOCR
+
+        self._engine = PaddleOCR(text_detection_model_dir=str(det_dir), text_recognition_model_dir=str(rec_dir),
+                                 text_detection_model_name=det_dir.name, text_recognition_model_name=rec_dir.name,
+                                 use_doc_orientation_classify=False, use_doc_unwarping=False,
+                                 use_textline_orientation=False, cpu_threads=2)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def _find_model_dirs(cls) -> tuple[Path, Path]:
+        home = Path(os.environ.get("PADDLE_PDX_CACHE_HOME", Path.home() / ".paddlex")) / "official_models"
+        det = next((home / n for n in cls._DET_NAMES if (home / n).is_dir()), None)
+        rec = next((home / n for n in cls._REC_NAMES if (home / n).is_dir()), None)
+        if det is None or rec is None:
+            raise DocumentError(f"OCR engine paddleocr has no offline models in {home} (it cannot download "
+                                "them here); set ocr.engine to rapidocr")
+        return det, rec
+
+    def recognize(self, image: Image.Image) -> str:
+        import numpy as np
+
+        with self._lock:
+            results = self._engine.predict(np.asarray(image.convert("RGB"))[:, :, ::-1])
+        boxes: list[OCRBox] = []
+        for res in results or []:
+            for text, box in zip(res["rec_texts"], res["rec_boxes"]):
+                if text and text.strip():
+                    boxes.append(OCRBox(text, float(box[0]), float(box[1]), float(box[2]), float(box[3])))
+        return boxes_to_text(boxes)
+
+
+class PPStructureAPIEngine:
+    """A PP-StructureV3 layout-parsing endpoint: POST {"file": base64 PNG, "fileType": 1} per page."""
+
+    name = "ppstructure_api"
+
+    def __init__(self, url: str, token: Optional[str] = None, timeout: float = 120.0) -> None:
+        if not url:
+            raise DocumentError("OCR engine ppstructure_api needs ocr.api_url (the layout-parsing endpoint)")
+        self.url = url
+        self._token = token
+        self.timeout = timeout
+
+    def recognize(self, image: Image.Image) -> str:
+        import httpx
+
+        buffer = io.BytesIO()
+        image.convert("RGB").save(buffer, format="PNG")
+        payload = {"file": base64.b64encode(buffer.getvalue()).decode("ascii"), "fileType": 1}
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"token {self._token}"
+        try:
+            response = httpx.post(self.url, json=payload, headers=headers, timeout=self.timeout)
+        except httpx.TimeoutException:
+            raise DocumentError(f"OCR service {self.url}: no answer within {self.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise DocumentError(f"OCR service {self.url}: cannot connect ({exc.__class__.__name__})") from None
+        return self._markdown_of(response)
+
+    def _markdown_of(self, response: Any) -> str:
+        if response.status_code in (401, 403):
+            raise DocumentError(f"OCR service {self.url}: access denied (HTTP {response.status_code}); "
+                                "check DOCLENS_OCR_API_TOKEN")
+        try:
+            body = response.json()
+        except ValueError:
+            raise DocumentError(f"OCR service {self.url}: HTTP {response.status_code}, not a JSON answer") from None
+        if response.status_code != 200 or body.get("errorCode", 0) not in (0, None):
+            message = str(body.get("errorMsg") or body.get("detail") or "")[:200]
+            raise DocumentError(f"OCR service {self.url}: HTTP {response.status_code} {message}".rstrip())
+        try:
+            results = body["result"]["layoutParsingResults"]
+            texts = [str(r["markdown"]["text"]) for r in results]
+        except (KeyError, TypeError):
+            raise DocumentError(f"OCR service {self.url}: answer has no result.layoutParsingResults"
+                                "[].markdown.text") from None
+        return "\n\n".join(_strip_markdown_images(t) for t in texts).strip()
+
+
+_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|</?div\b[^>]*>", re.IGNORECASE)
+
+
+def _strip_markdown_images(text: str) -> str:
+    """Image links point at files we do not fetch; keep the text only."""
+    return re.sub(r"\n{3,}", "\n\n", _MD_IMAGE.sub("", text)).strip()
+
+
+_ENGINES: dict[tuple[Any, ...], OCREngine] = {}
+_ENGINES_LOCK = threading.Lock()
+
+
+def get_ocr_engine(settings: Settings) -> OCREngine:
+    """The engine ``settings.ocr.engine`` names, created once per process and configuration."""
+    ocr = settings.ocr
+    token = ocr.api_token.get_secret_value() if ocr.api_token else None
+    key = (ocr.engine, ocr.det_limit_side_len, ocr.api_url, token, ocr.timeout)
+    with _ENGINES_LOCK:
+        engine = _ENGINES.get(key)
+        if engine is None:
+            engine = _create_engine(settings, token)
+            _ENGINES[key] = engine
+        return engine
+
+
+def _create_engine(settings: Settings, token: Optional[str]) -> OCREngine:
+    ocr = settings.ocr
+    if ocr.engine == "rapidocr":
+        return RapidOCREngine(ocr.det_limit_side_len)
+    if ocr.engine == "paddleocr":
+        return PaddleOCREngine()
+    if ocr.engine == "ppstructure_api":
+        return PPStructureAPIEngine(ocr.api_url, token, ocr.timeout)
+    raise DocumentError(f"unknown OCR engine {ocr.engine!r}; use rapidocr, paddleocr or ppstructure_api")

@@ -1,0 +1,77 @@
+"""Bad inputs for the PDF checks, written by hand so that no extra package is needed."""
+
+from __future__ import annotations
+
+import hashlib
+import zipfile
+from pathlib import Path
+
+_PAD = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
+
+
+def _rc4(key: bytes, data: bytes) -> bytes:
+    box = list(range(256))
+    j = 0
+    for i in range(256):
+        j = (j + box[i] + key[i % len(key)]) % 256
+        box[i], box[j] = box[j], box[i]
+    out, i, j = bytearray(), 0, 0
+    for byte in data:
+        i = (i + 1) % 256
+        j = (j + box[i]) % 256
+        box[i], box[j] = box[j], box[i]
+        out.append(byte ^ box[(box[i] + box[j]) % 256])
+    return bytes(out)
+
+
+def write_encrypted_pdf(path: Path, user_password: bytes = b"secret", owner_password: bytes = b"owner") -> Path:
+    """A one-page PDF under the standard security handler (RC4 40-bit, revision 2) that needs a password."""
+    file_id = hashlib.md5(b"doclens-test").digest()
+    permissions = -4
+    owner_key = hashlib.md5((owner_password + _PAD)[:32]).digest()[:5]
+    o_value = _rc4(owner_key, (user_password + _PAD)[:32])
+    key = hashlib.md5((user_password + _PAD)[:32] + o_value + permissions.to_bytes(4, "little", signed=True)
+                      + file_id).digest()[:5]
+    u_value = _rc4(key, _PAD)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        b"<< /Filter /Standard /V 1 /R 2 /O <" + o_value.hex().encode() + b"> /U <" + u_value.hex().encode()
+        + b"> /P " + str(permissions).encode() + b" >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += (b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 4 0 R /ID [<%s> <%s>] >>\nstartxref\n%d\n%%%%EOF\n"
+            % (len(objects) + 1, file_id.hex().encode(), file_id.hex().encode(), xref))
+    path.write_bytes(bytes(out))
+    return path
+
+
+def write_bad_inputs(folder: Path, good_pdf: Path) -> dict[str, Path]:
+    """Each kind of file the ingestion must refuse, named after the reason."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {
+        "empty": folder / "empty.pdf",
+        "text": folder / "notes.pdf",
+        "png": folder / "picture.pdf",
+        "docx": folder / "report.pdf",
+        "truncated": folder / "truncated.pdf",
+        "encrypted": folder / "locked.pdf",
+    }
+    files["empty"].write_bytes(b"")
+    files["text"].write_text("just some notes, not a PDF\n", encoding="utf-8")
+    files["png"].write_bytes(b"\x89PNG\r\n\x1a\n" + b"\x00" * 64)
+    with zipfile.ZipFile(files["docx"], "w") as archive:
+        archive.writestr("[Content_Types].xml", "<Types/>")
+        archive.writestr("word/document.xml", "<document/>")
+    data = good_pdf.read_bytes()
+    files["truncated"].write_bytes(data[: len(data) // 2])
+    write_encrypted_pdf(files["encrypted"])
+    return files
