@@ -1,0 +1,62 @@
+"""The composite reranker's signals on hand-built passages."""
+
+import pytest
+
+from backend.retrieval import rerank as rr
+from backend.retrieval.text import query_entities, query_terms
+from backend.settings import RerankSettings
+from backend.types import Source
+
+
+def source(text, similarity=None, dense_rank=None, keyword_rank=None):
+    return Source(file="f.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, similarity=similarity,
+                  dense_rank=dense_rank, keyword_rank=keyword_rank)
+
+
+def test_query_terms_skip_single_characters_and_stop_words():
+    terms = query_terms("玩家用什么泡封敌人？")
+    assert "玩家" in terms and "敌人" in terms
+    assert all(len(t) >= 2 for t in terms) and "什么" not in terms
+    english = query_terms("What is the capital of the Normandy region?")
+    assert "normandy" in english and "capital" in english and "the" not in english
+
+
+def test_entities_are_acronyms_capitalised_words_numbers_and_long_chinese_terms():
+    entities = query_entities("When did the NFL award Super Bowl 50 to Santa Clara?")
+    assert {"nfl", "super", "bowl", "50", "santa", "clara"} <= set(entities)
+    assert "when" not in entities
+    assert "国家统计局" in query_entities("国家统计局发布了什么？")
+
+
+def test_keyword_coverage_counts_words_found():
+    assert rr.keyword_score("能量守恒 定律", "能量守恒定律是物理学的基本定律") == pytest.approx(100.0)
+    assert rr.keyword_score("能量守恒 定律", "没有相关内容") == 0.0
+    half = rr.keyword_score("apple banana", "an apple a day")
+    assert 0 < half < 100
+
+
+def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
+    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1)
+    candidates = [source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
+                  source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
+                  source("x", 0.5, None, 1)]
+    ranked = rr.rerank("Where was Super Bowl 50 played?", candidates, weights)
+    for s in ranked:
+        assert set(s.scores) == set(rr.SIGNALS)
+        assert all(0.0 <= v <= 100.0 for v in s.scores.values())
+        assert s.relevance == pytest.approx(sum(s.scores.values()) / 6)
+        assert 0.0 <= s.relevance <= 100.0
+    assert ranked[0].text.startswith("Super Bowl 50")
+
+
+def test_semantic_score_maps_cosine_band_and_missing_similarity():
+    assert rr.semantic_score(None) == 0.0
+    assert rr.semantic_score(0.5) == 0.0
+    assert rr.semantic_score(0.99) == 100.0
+    assert 0 < rr.semantic_score(0.8) < 100
+
+
+def test_length_prior_penalises_fragments():
+    assert rr.length_score("short") == 0.0
+    assert rr.length_score("x" * 400) == 100.0
+    assert rr.length_score("x" * 5000) < 100.0

@@ -1,0 +1,53 @@
+"""Evaluation metrics on hand-built rankings, and the qa file loader."""
+
+import json
+
+import pytest
+
+from backend.errors import DocLensError
+from backend.evaluation import (ingest_speed, load_questions, normalize_answer, probe_sentence, question_metrics)
+from backend.types import IngestResult, Source
+
+
+def src(file, page, text, page_end=None):
+    return Source(file=file, doc_id="d", page=page, page_end=page_end or page, chunk_index=0, text=text)
+
+
+QUESTION = {"question": "q", "answers": ["John Fox", "Fox"], "doc": "a.pdf", "pages": [2], "scanned": False}
+
+
+def test_answer_normalisation_ignores_case_space_punctuation_and_width():
+    assert normalize_answer(" John  Fox! ") == "johnfox"
+    assert normalize_answer("ＤＣ漫画，公司") == "dc漫画公司"
+
+
+def test_hits_and_mrr():
+    sources = [src("b.pdf", 2, "nothing"), src("a.pdf", 1, "coach john-fox", page_end=2), src("a.pdf", 2, "x")]
+    m = question_metrics(sources, QUESTION)
+    assert m["hit@1"] == 0.0 and m["hit@5"] == 1.0
+    assert m["answer_hit@1"] == 0.0 and m["answer_hit@5"] == 1.0
+    assert m["mrr@10"] == pytest.approx(0.5)
+    assert question_metrics([], QUESTION)["mrr@10"] == 0.0
+
+
+def test_load_questions_samples_with_a_fixed_seed(tmp_path):
+    path = tmp_path / "qa.jsonl"
+    path.write_text("\n".join(json.dumps({**QUESTION, "id": i}) for i in range(50)), encoding="utf-8")
+    first, second = load_questions(path, 10), load_questions(path, 10)
+    assert [q["id"] for q in first] == [q["id"] for q in second] and len(first) == 10
+    (tmp_path / "bad.jsonl").write_text('{"question": "no answers"}\n', encoding="utf-8")
+    with pytest.raises(DocLensError, match="bad.jsonl:1"):
+        load_questions(tmp_path / "bad.jsonl")
+
+
+def test_ingest_speed_splits_native_and_scanned_documents():
+    results = [IngestResult("a", "indexed", pages=10, ocr_pages=0, seconds=2.0),
+               IngestResult("b", "indexed", pages=4, ocr_pages=4, seconds=8.0),
+               IngestResult("c", "failed", pages=0, seconds=1.0)]
+    speed = ingest_speed(results)
+    assert speed["native_pages_per_s"] == 5.0 and speed["scanned_pages_per_s"] == 0.5
+
+
+def test_probe_sentence_is_a_real_sentence():
+    text = "短句。这是一个比较长的句子，用来测试自检功能是否正常工作。结尾"
+    assert probe_sentence(text) == "这是一个比较长的句子，用来测试自检功能是否正常工作。"
