@@ -1,0 +1,183 @@
+"""The whole user journey in a real browser (Debian chromium + Playwright), one screenshot per step.
+
+Screenshots go to test-artifacts/ui/ (kept by CI). Outside CI the test is skipped when /usr/bin/chromium
+is missing; in CI it must run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.support.fake_openai import images_in
+from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+KB = "browser-test"
+INGEST_TIMEOUT_MS = 240_000
+ANSWER_TIMEOUT_MS = 90_000
+
+if not CHROMIUM.exists() and not os.environ.get("CI"):
+    pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); required in CI",
+                allow_module_level=True)
+
+
+@pytest.fixture
+def page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800})
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        try:
+            yield page
+        finally:
+            context.close()
+
+
+class Steps:
+    """Screenshots numbered in the order they are taken."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.count = 0
+        shutil.rmtree(ARTIFACTS / "steps", ignore_errors=True)
+        (ARTIFACTS / "steps").mkdir(parents=True)
+
+    def shot(self, name: str, full_page: bool = False, show: str = "") -> None:
+        if show:
+            self.page.locator(show).first.scroll_into_view_if_needed()
+        self.count += 1
+        self.page.screenshot(path=str(ARTIFACTS / "steps" / f"{self.count:02d}-{name}.png"), full_page=full_page)
+
+
+def field(page, elem_id: str):
+    return page.locator(f"#{elem_id}").locator("textarea, input").first
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=re.compile(name)).click()
+
+
+def ask(page, question: str) -> None:
+    bot_messages = page.locator("#chatbot .message-row.bot-row, #chatbot .bot")
+    before = bot_messages.count()
+    field(page, "question").fill(question)
+    page.locator("#send").click()
+    page.wait_for_function(
+        "([n]) => document.querySelectorAll('#chatbot .message-row.bot-row, #chatbot .bot').length > n",
+        arg=[before], timeout=ANSWER_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
+    """Wait until no Gradio event shows a pending status (the answer stream and the side panel are done)."""
+    page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')",
+                           timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def test_user_journey(doclens_app: RunningApp, page) -> None:
+    steps = Steps(page)
+    fake = doclens_app.fake
+    page.goto(doclens_app.url)
+    page.locator("#chatbot").wait_for()
+    steps.shot("home")
+
+    # -- create a knowledge base
+    open_tab(page, "Knowledge base")
+    field(page, "kb-new-name").fill(KB)
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text("Created").wait_for(timeout=INGEST_TIMEOUT_MS)
+    assert field(page, "kb-active").input_value() == KB
+    steps.shot("kb-created")
+
+    # -- upload a PDF and watch the progress finish
+    page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
+    page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status .progress-text, #ingest-status .eta-bar, #ingest-status .progress-level"
+                 ).first.wait_for(timeout=30_000)
+    steps.shot("upload-progress")
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
+                           arg=SAMPLE_PDF.name)
+    steps.shot("uploaded", full_page=True)
+
+    # -- the self-test reports its metrics
+    page.locator("#quality").get_by_text("Quality checks").click()
+    page.locator("#selftest-run").click()
+    page.locator("#quality-report table").wait_for(timeout=ANSWER_TIMEOUT_MS)
+    steps.shot("selftest", show="#quality-report")
+
+    # -- ask: streamed answer with KaTeX formulas and sources with pages
+    open_tab(page, "Chat")
+    page.wait_for_function(f"() => document.querySelector('#kb-select input')?.value === '{KB}'")
+    wait_idle(page)
+    ask(page, "What is the key formula in the document?")
+    answer = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").first
+    answer.locator(".katex").first.wait_for()
+    assert "It costs $5 and $10." in answer.inner_text()  # prices are not math...
+    assert answer.locator(".katex").count() >= 4  # ...but $$, $, \( and \[ all are
+    rows = page.locator("#sources tbody tr")
+    rows.first.wait_for()
+    assert re.search(r"\d+%", rows.first.inner_text())
+    assert SAMPLE_PDF.name in rows.first.inner_text()
+    assert page.locator("#confidence").get_by_text("%").count() >= 1
+    steps.shot("answer")
+
+    # -- a source's page as an image
+    rows.first.click()
+    page.locator("#page-preview img").wait_for()
+    steps.shot("page-preview", show="#page-preview")
+
+    # -- lock a figure, ask about it: the vision request carries the image
+    figures = page.locator("#figure-gallery .thumbnail-item, #figure-gallery button.thumbnail-item")
+    figures.first.wait_for(timeout=30_000)
+    figures.first.click()
+    chip = page.locator("#figure-lock")
+    chip.get_by_text(re.compile(r"figure p\d+")).wait_for()
+    steps.shot("figure-locked", show="#figure-lock")
+    vision_before = len(fake.vision_requests())
+    ask(page, "What does this figure show?")
+    vision = fake.vision_requests()[vision_before:]
+    assert vision, "the figure question should reach the model with the image"
+    assert any(mime.startswith("image/") and data for mime, data in images_in(vision[-1]))
+    chip.wait_for(state="hidden")  # the lock is for one question
+    steps.shot("figure-answer", show="#chatbot")
+
+    # -- lock again and unlock with the ✕
+    figures.first.click()
+    chip.wait_for()
+    page.locator("#figure-unlock").click()
+    chip.wait_for(state="hidden")
+
+    # -- a narrow window still works
+    page.set_viewport_size({"width": 420, "height": 800})
+    page.wait_for_timeout(500)
+    steps.shot("narrow", full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 800})
+
+    # -- delete the knowledge base through the confirmation
+    open_tab(page, "Knowledge base")
+    page.locator("#kb-delete").click()
+    confirm = page.locator("#kb-delete-confirm")
+    confirm.wait_for()
+    steps.shot("delete-confirm")
+    confirm.click()
+    page.locator("#kb-status").get_by_text("Deleted").wait_for()
+    assert field(page, "kb-active").input_value() != KB
+    steps.shot("kb-deleted")

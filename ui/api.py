@@ -1,0 +1,63 @@
+"""Plain JSON endpoints for gradio_client: list, create, upload, ask, delete.
+
+No ``from __future__ import annotations`` here: gr.api reads these functions' real type hints.
+"""
+
+import logging
+from typing import Any
+
+import gradio as gr
+
+from backend.errors import DocLensError
+from backend.service import DocLens
+from ui.kb_tab import uploaded_files
+
+log = logging.getLogger("doclens.ui")
+
+
+def register_api(service: DocLens) -> None:
+    """Add the endpoints to the Blocks being built. Errors come back as gr.Error with one readable line."""
+
+    def list_kbs() -> list[dict]:
+        """Every knowledge base with its document and chunk counts."""
+        return [kb.to_dict() for kb in _call(service.list_kbs)]
+
+    def create_kb(name: str) -> dict:
+        """Create a knowledge base; returns it."""
+        return _call(service.create_kb, name).to_dict()
+
+    def upload(kb: str, files: list[gr.FileData]) -> list[dict]:
+        """Add PDFs (use gradio_client.handle_file); one result per file."""
+        paths, names = uploaded_files(files)
+        if not paths:
+            raise gr.Error("no files were sent: pass [handle_file('a.pdf'), ...]")
+        return [r.to_dict() for r in _call(service.ingest, kb, paths, display_names=names)]
+
+    def documents(kb: str) -> list[dict]:
+        """The documents of a knowledge base."""
+        return [d.to_dict() for d in _call(service.documents, kb)]
+
+    def ask(kb: str, question: str, doc: str = "") -> dict:
+        """Answer a question from a knowledge base (``doc``: only that file); answer, confidence, sources."""
+        return _call(service.ask, kb, question, doc=doc or None).to_dict()
+
+    def delete_kb(name: str) -> str:
+        """Delete a knowledge base and all its documents."""
+        _call(service.delete_kb, name)
+        return f"deleted {name.strip()}"
+
+    for fn in (list_kbs, create_kb, documents, ask, delete_kb):
+        gr.api(fn, api_name=fn.__name__)
+    gr.api(upload, api_name="upload", concurrency_id="ingest", concurrency_limit=1)  # one ingestion at a time
+
+
+def _call(fn, *args: Any, **kwargs: Any) -> Any:
+    """Run a service call; DocLens errors become one-line gr.Error messages the client shows."""
+    try:
+        return fn(*args, **kwargs)
+    except DocLensError as exc:
+        raise gr.Error(str(exc), print_exception=False) from None
+    except Exception as exc:
+        log.exception("API call %s failed", getattr(fn, "__name__", fn))
+        raise gr.Error(f"unexpected {exc.__class__.__name__} (details are in the server log)",
+                       print_exception=False) from None

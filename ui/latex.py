@@ -1,0 +1,74 @@
+"""LaTeX in Gradio Markdown: render all four delimiters, but keep prices like "$5 and $10" as text.
+
+Gradio 6.31 renders math with KaTeX auto-render on the DOM after Markdown, plus a Markdown rule that
+swallows any ``$…$`` span. A backslash escape (``\\$5``) does not survive both (measured: it renders as
+"$5 and \\$10" or as math). What works: the money sign as an HTML entity inside its own element,
+``<span>&#36;</span>5``. The raw text then has no ``$`` for the Markdown rule, and auto-render never
+pairs delimiters across element boundaries.
+"""
+
+from __future__ import annotations
+
+import re
+
+LATEX_DELIMITERS: list[dict[str, str | bool]] = [
+    {"left": "$$", "right": "$$", "display": True},
+    {"left": "\\[", "right": "\\]", "display": True},
+    {"left": "\\(", "right": "\\)", "display": False},
+    {"left": "$", "right": "$", "display": False},
+]
+
+CURRENCY_HTML = '<span class="dl-currency">&#36;</span>'
+
+# Spans never touched: code, and math with unambiguous delimiters.
+_PROTECTED = re.compile(
+    r"```.*?(?:```|\Z)"  # fenced code (also while a stream is still inside it)
+    r"|`[^`\n]*`"  # inline code
+    r"|\$\$.+?\$\$"  # display math
+    r"|\\\[.+?\\\]"  # \[ … \]
+    r"|\\\(.+?\\\)",  # \( … \)
+    re.S,
+)
+
+# "$" + an amount: 5, 10.50, 1,000, 3.5k, 2 million. Group "after" is what follows the amount.
+_MONEY = re.compile(
+    r"(?<![\\$])\$(?P<amount>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<suffix>(?:\s?(?:k|K|m|M|bn|B|million|billion|thousand|USD))?)"
+    r"(?=(?P<after>\s*.?))",
+    re.S,
+)
+_MATH_AFTER = set("=+*/^_<>\\{}|")  # an operator after the number means the "$" opens math
+
+
+def protect_currency(text: str) -> str:
+    """Return ``text`` with money-like ``$`` signs made literal; math and code are left as they are."""
+    if "$" not in text:
+        return text
+    pieces: list[str] = []
+    position = 0
+    for match in _PROTECTED.finditer(text):
+        pieces.append(_escape_money(text[position:match.start()]))
+        pieces.append(match.group(0))
+        position = match.end()
+    pieces.append(_escape_money(text[position:]))
+    return "".join(pieces)
+
+
+def _escape_money(text: str) -> str:
+    if "$" not in text:
+        return text
+    return _MONEY.sub(lambda m: CURRENCY_HTML + m.group("amount") + m.group("suffix") if _is_money(m)
+                      else m.group(0), text)
+
+
+def _is_money(match: re.Match[str]) -> bool:
+    """A "$" + number is money unless what follows says math: "$5$", "$2x+1$", "$3 = y$"."""
+    after = match.group("after")
+    following = after.strip()[:1]
+    if not after:
+        return True  # the end of the text
+    if after[0] == "$":
+        return False  # "$5$": the number 5 as math
+    if after[0].isalpha() and not match.group("suffix"):
+        return False  # "$2x + 1$"
+    return following not in _MATH_AFTER
