@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from backend.errors import DocLensError
-from backend.retrieval.confidence import features, reliability
+from backend.retrieval.confidence import CALIBRATION_FILE, confidence_from_features, features, fit_calibration, \
+    load_calibration, reliability
 from backend.types import IngestResult, ProgressCallback, ProgressEvent, SearchResult, Source
 
 log = logging.getLogger(__name__)
@@ -181,6 +182,25 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(f"calibration ECE {calibration['ece']}: " + ", ".join(
             f"{b['confidence']:.2f}->{b['accuracy']:.2f} (n={b['n']})" for b in calibration["bins"]))
     return "\n".join(lines)
+
+
+def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: Path = CALIBRATION_FILE) -> dict:
+    """Fit confidence = P(answer in the top 5) on the per-question details of eval reports, and save it."""
+    rows, labels = [], []
+    for path in paths:
+        report = json.loads(Path(path).read_text(encoding="utf-8"))
+        details = (report.get("details") or {}).get(mode)
+        if not details:
+            raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
+        rows += [d["features"] for d in details]
+        labels += [d["metrics"]["answer_hit@5"] > 0 for d in details]
+    model = fit_calibration(rows, labels)
+    model["fitted_on"] = {"questions": len(rows), "mode": mode, "label": "answer_hit@5",
+                          "reports": [Path(p).name for p in paths]}
+    target.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
+    load_calibration.cache_clear()
+    confidences = [confidence_from_features(r, model) for r in rows]
+    return {"questions": len(rows), "path": str(target), "reliability": reliability(confidences, labels)}
 
 
 # -- self-test ---------------------------------------------------------------------------------

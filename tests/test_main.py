@@ -15,7 +15,7 @@ from tests.backend.store.test_milvus import milvus_server  # noqa: F401  (fixtur
 from tests.conftest import MODEL_CACHE, REPO_ROOT
 
 COMMANDS = [[], ["serve"], ["kb"], ["kb", "list"], ["kb", "create"], ["kb", "rename"], ["kb", "delete"], ["ingest"],
-            ["docs"], ["rm"], ["figures"], ["bench-ingest"], ["search"], ["ask"], ["summary"], ["eval"], ["selftest"]]
+            ["docs"], ["rm"], ["figures"], ["bench-ingest"], ["search"], ["ask"], ["summary"], ["eval"], ["calibrate"], ["selftest"]]
 
 
 def run(args: list[str], data_dir: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ from backend.settings import Settings, load_settings
 
 log = logging.getLogger("doclens")
 COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "search", "ask", "summary", "eval",
-            "selftest"}
+            "calibrate", "selftest"}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -156,7 +156,14 @@ def _add_question_commands(sub, common) -> None:
     p.add_argument("--modes", default="dense,keyword,hybrid,rerank")
     p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
     p.add_argument("--json", metavar="OUT")
+    p.add_argument("--details", action="store_true",
+                   help="keep per-question results in the JSON (input for `calibrate`)")
     p.set_defaults(handler=cmd_eval)
+    p = sub.add_parser("calibrate", parents=[common],
+                       help="fit the confidence calibration from eval reports made with --details")
+    p.add_argument("reports", nargs="+", metavar="REPORT.json")
+    p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
+    p.set_defaults(handler=cmd_calibrate)
     p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
     p.add_argument("--kb", required=True)
     p.add_argument("--samples", type=int, default=50)
@@ -321,9 +328,19 @@ def cmd_eval(args, settings: Settings) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with open_service(settings) as service, TerminalProgress() as progress:
         report = run_eval(service, Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
-                          limit=args.limit, progress=progress)
+                          limit=args.limit, progress=progress, keep_details=args.details)
     print(format_report(report))
     _write_json(args.json, report)
+    return 0
+
+
+def cmd_calibrate(args, settings: Settings) -> int:
+    from backend.evaluation import calibrate_from_reports
+    result = calibrate_from_reports([Path(p) for p in args.reports], mode=args.mode)
+    print(f"fitted on {result['questions']} questions; wrote {result['path']}")
+    print(f"ECE {result['reliability']['ece']}")
+    for row in result["reliability"]["bins"]:
+        print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
     return 0
 
 

@@ -63,8 +63,11 @@ def confidence(sources: Sequence[Source], calibration: dict | None = None) -> fl
     """0-100: the calibrated chance that the answer is among the top sources."""
     if not sources:
         return 0.0
+    return confidence_from_features(features(sources), calibration)
+
+
+def confidence_from_features(values: dict[str, float], calibration: dict | None = None) -> float:
     model = calibration or load_calibration()
-    values = features(sources)
     z = model["bias"] + sum(model["weights"][name] * values[name] for name in FEATURES)
     return 100.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
