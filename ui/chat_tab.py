@@ -57,7 +57,7 @@ def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
 
 def answer_markdown(answer: Answer) -> str:
     text = protect_currency(answer.answer)
-    if answer.notice:
+    if answer.notice and answer.notice not in answer.answer:  # extractive answers already open with it
         text += f"\n\n> ℹ️ {protect_currency(answer.notice)}"
     return text
 

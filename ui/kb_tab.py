@@ -81,7 +81,7 @@ def uploaded_files(files: Any) -> tuple[list[Path], list[str]]:
 
 def progress_text(event: ProgressEvent) -> str:
     """e.g. "file 1 of 2 · a.pdf · OCR page 3 of 10"."""
-    text = f"file {event.file_index} of {event.file_count} · {event.file}"
+    text = f"file {event.file_index} of {event.file_count}" + (f" · {event.file}" if event.file else "")
     stage = STAGE_LABELS.get(event.stage, event.stage)
     if event.total and event.stage in ("parse", "ocr"):
         return f"{text} · {stage} {event.current} of {event.total}"

@@ -1,139 +1,265 @@
-"""UI handlers over a stub service: readable errors, figure lock, history, settings, uploads."""
+"""UI handlers over a real DocLens: readable errors, figure lock, history, settings, uploads.
+
+One service (real Milvus Lite file, the bundled embedder) and one small knowledge base built from one
+sample PDF serve the whole module; the model is the recording FakeOpenAI. Milvus Lite allows one client
+per store per process, so tests switch the one service between configurations with ``reconfigure``.
+"""
 
 from __future__ import annotations
 
 import copy
 import logging
+import shutil
+import socket
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Iterator, Optional
 
 import gradio as gr
 import pytest
-from pydantic import SecretStr
 
-from backend.errors import KnowledgeBaseError, LLMError, SettingsError
-from backend.settings import Settings
-from backend.types import Answer, IngestResult, ProgressEvent, Source
-from ui import panels
-from ui.app import parse_auth
+from backend.errors import SettingsError
+from backend.service import DocLens
+from backend.types import Figure, IngestResult, ProgressEvent
+from tests.conftest import SAMPLES, make_settings
+from tests.support.fake_openai import FakeOpenAI, RecordedRequest
+from ui.app import build_app, parse_auth
 from ui.chat_tab import ChatHandlers, normalize_messages
-from ui.common import ALL_DOCUMENTS
+from ui.common import ALL_DOCUMENTS, error_text
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
 
-SOURCE = Source(file="a.pdf", doc_id="d1", page=3, page_end=3, chunk_index=0, text="E = mc^2 costs $5",
-                relevance=87.0, scores={"semantic": 80.0, "keyword": 40.0})
+KB = "physics"
+EMPTY_KB = "empty"
+PHYSICS = "物理公式示例文档.pdf"  # 2 pages: harmonic oscillator formulas, one figure on page 2
+QUESTION = "简谐振子的能级公式是什么？"
+OFF_TOPIC = "What was the stock price of Apple in 1850?"  # nothing in the KB: low confidence
+API_KEY = "sk-ui-secret"
+REPLY = "The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1]. The textbook costs $5 at most."
 
 
-class StubService:
-    """Just enough of DocLens for the handlers; records how it was called."""
-
-    def __init__(self, stream: Optional[list[Any]] = None, error: Optional[BaseException] = None):
-        self.settings = Settings(data_dir=Path("/tmp/doclens-ui-stub"))
-        self.stream = stream if stream is not None else [
-            "It costs $5 ", "and $$E=mc^2$$.", Answer("It costs $5 and $$E=mc^2$$.", "llm", 72.0, [SOURCE])]
-        self.error = error
-        self.calls: list[dict[str, Any]] = []
-        self.reconfigured: Optional[Settings] = None
-
-    def ask_stream(self, kb: str, question: str, history=None, doc=None, figure_id=None) -> Iterator[Any]:
-        self.calls.append({"kb": kb, "question": question, "history": history, "doc": doc, "figure_id": figure_id})
-        if self.error:
-            raise self.error
-        yield from self.stream
-
-    def create_kb(self, name: str):
-        raise KnowledgeBaseError(f"knowledge base '{name}' already exists")
-
-    def list_kbs(self):
-        return []
-
-    def documents(self, kb: str):
-        return []
-
-    def reconfigure(self, settings: Settings) -> None:
-        self.reconfigured = settings
+def model_env(base_url: str, **extra: str) -> dict[str, str]:
+    env = {
+        "DOCLENS_LLM_BASE_URL": base_url,
+        "DOCLENS_LLM_MODEL": "fake-chat",
+        "DOCLENS_LLM_VISION_MODEL": "fake-vision",
+        "DOCLENS_LLM_API_KEY": API_KEY,
+        "DOCLENS_LLM_QPS": "50",  # the shared limiter would space requests 0.5 s apart at the default 2
+        "DOCLENS_LLM_MAX_RETRIES": "0",  # a failing model fails at once
+        "DOCLENS_RETRIEVAL_QUERY_EXPANSION": "false",  # one chat request per answer, easy to count
+    }
+    env.update(extra)
+    return env
 
 
-def run_send(service: StubService, question: str = "what?", kb: Optional[str] = "kb", lock=None,
-             turns=None) -> list[tuple]:
-    handlers = ChatHandlers(service)  # type: ignore[arg-type]
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("ui-handlers") / "data"
+
+
+@pytest.fixture(scope="module")
+def service(data_dir: Path, fake: FakeOpenAI) -> Iterator[DocLens]:
+    with DocLens(make_settings(data_dir, **model_env(fake.base_url))) as svc:
+        svc.create_kb(KB)
+        results = svc.ingest(KB, [SAMPLES / PHYSICS])
+        assert [r.status for r in results] == ["indexed"], results
+        svc.create_kb(EMPTY_KB)
+        yield svc
+
+
+@pytest.fixture(autouse=True)
+def fake_model(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> Iterator[None]:
+    """Every test starts on the fake model with nothing recorded; the settings tests change them."""
+    fake.reset()
+    service.reconfigure(make_settings(data_dir, **model_env(fake.base_url)))
+    yield
+    fake.reset()  # faults a failed test left queued must not leak into the next one
+
+
+@pytest.fixture
+def figure(service: DocLens) -> Figure:
+    figures = service.figures(KB, PHYSICS)
+    assert figures, "the physics sample has a figure on page 2"
+    return figures[0]
+
+
+# ---------------------------------------------------------------- helpers
+
+
+def run_send(service: DocLens, question: str = QUESTION, kb: Optional[str] = KB, lock=None,
+             turns=None, doc_filter: str = ALL_DOCUMENTS) -> list[tuple]:
+    handlers = ChatHandlers(service)
     # Gradio sends each update before asking for the next: snapshot them the same way.
-    return [copy.deepcopy(update) for update in handlers.send(question, kb, ALL_DOCUMENTS, [], turns or [], lock)]
+    return [copy.deepcopy(update) for update in handlers.send(question, kb, doc_filter, [], turns or [], lock)]
 
 
-def test_answer_streams_then_fills_the_panel() -> None:
-    service = StubService()
+def last_message(updates: list[tuple]) -> str:
+    return updates[-1][0][-1]["content"]
+
+
+def answer_text(updates: list[tuple]) -> str:
+    """The answer bubble of the final update (a sources message may follow it)."""
+    messages = updates[-1][0]
+    answers = [m for m in messages if m["role"] == "assistant" and not m.get("metadata")]
+    return answers[-1]["content"]
+
+
+def is_condense(request: RecordedRequest) -> bool:
+    return "Follow-up question:" in request.text()
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])  # closed again on leaving: connections are refused
+
+
+class RecordingProgress:
+    """Stands in for gr.Progress (Gradio's, not ours): keeps what the handler reported."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Optional[float], Optional[str]]] = []
+
+    def __call__(self, progress: Optional[float], desc: Optional[str] = None, **_: Any) -> None:
+        self.calls.append((progress, desc))
+
+
+# ---------------------------------------------------------------- asking
+
+
+def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI) -> None:
+    fake.queue_reply(REPLY)
     updates = run_send(service)
-    assert len(updates) == 4  # question shown, two deltas, final
-    streamed = updates[1][0][-1]["content"]
-    assert CURRENCY_HTML in streamed and "$5" not in streamed
+    assert len(updates) >= 4  # question shown, several deltas (12 characters each), final
+    assert updates[0][0][-1] == {"role": "assistant", "content": ""}
+    streamed = [update[0][-1]["content"] for update in updates[1:-1]]
+    assert streamed[0] and all(a != b for a, b in zip(streamed, streamed[1:]))  # it grows as it arrives
+    assert CURRENCY_HTML in streamed[-1] and "$5" not in streamed[-1]
     final = updates[-1]
-    messages, sources, confidence, turns, last_sources = final[0], final[2], final[3], final[7], final[8]
-    assert messages[-2]["content"].endswith("$$E=mc^2$$.")
-    assert "a.pdf" in messages[-1]["content"] and messages[-1]["metadata"]["title"]
+    messages, sources, confidence, chart, turns, last_sources = (final[0], final[2], final[3], final[4],
+                                                                 final[7], final[8])
+    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1].")
+    assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
     assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
-    assert panels.source_rows([SOURCE]) == [["1", "a.pdf", "3", "87%"]]
-    assert "72%" in confidence and "dl-warn" not in confidence
-    assert turns == [{"role": "user", "content": "what?"},
-                     {"role": "assistant", "content": "It costs $5 and $$E=mc^2$$."}]
-    assert last_sources == [{"file": "a.pdf", "page": 3, "text": SOURCE.text}]
-    assert service.calls[0]["doc"] is None
+    rows = sources.raw_samples
+    assert rows and rows[0][:2] == ["1", PHYSICS] and rows[0][2] in ("1", "2") and rows[0][3].endswith("%")
+    assert "dl-warn" not in confidence and ">llm<" in confidence
+    assert "dl-chart" in chart and PHYSICS in chart
+    assert [t["role"] for t in turns] == ["user", "assistant"] and turns[0]["content"] == QUESTION
+    assert turns[1]["content"].startswith("The levels are")  # the raw answer, not the rendered bubble
+    assert last_sources and last_sources[0]["file"] == PHYSICS and last_sources[0]["text"]
+    answer_requests = [r for r in fake.chat_requests() if r.body.get("stream")]
+    assert len(answer_requests) == 1 and QUESTION in answer_requests[0].text()
 
 
-def test_low_confidence_warns() -> None:
-    service = StubService(stream=[Answer("maybe", "extractive", 20.0, [SOURCE], notice="no model configured")])
+def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
+    service.reconfigure(make_settings(data_dir))  # no model: an extractive answer with a notice
+    final = run_send(service, question=OFF_TOPIC)[-1]
+    assert "dl-warn" in final[3] and ">extractive<" in final[3]
+    text = answer_text([final])
+    assert "No language model is configured" in text
+    assert text.count("No language model is configured") == 1, "the notice is shown once"
+    assert not fake.requests
+
+
+def test_warn_threshold_comes_from_the_live_settings(service: DocLens) -> None:
+    warn_all = service.settings.model_copy(update={"confidence": service.settings.confidence.model_copy(
+        update={"warn_below": 100.0})}, deep=True)
+    service.reconfigure(warn_all)
+    assert "dl-warn" in run_send(service)[-1][3]
+
+
+def test_no_knowledge_base_is_a_chat_message(service: DocLens, fake: FakeOpenAI) -> None:
+    updates = run_send(service, kb=None)
+    assert len(updates) == 1 and "knowledge base" in last_message(updates)
+    assert not fake.requests
+
+
+@pytest.mark.parametrize("down", ["500", "closed port"])
+def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, data_dir: Path,
+                                                 fake: FakeOpenAI) -> None:
+    if down == "500":
+        fake.fail_next(500, times=3)
+    else:
+        service.reconfigure(make_settings(data_dir, **model_env(f"http://127.0.0.1:{closed_port()}/v1")))
     final = run_send(service)[-1]
-    assert "dl-warn" in final[3]
-    assert "no model configured" in final[0][-2]["content"]
+    text = answer_text([final])
+    assert "The language model failed" in text and "Traceback" not in text
+    assert ">extractive<" in final[3] and final[8], "the passages are still the sources"
+    if down == "500":
+        assert fake.chat_requests(), "the fake model was asked"
 
 
-def test_no_knowledge_base_is_a_chat_message() -> None:
-    updates = run_send(StubService(), kb=None)
-    assert "knowledge base" in updates[-1][0][-1]["content"]
-
-
-@pytest.mark.parametrize("error, expected", [
-    (LLMError("model endpoint refused the connection"), "refused the connection"),
-    (KnowledgeBaseError("knowledge base 'kb' is empty"), "is empty"),
-    (RuntimeError("boom"), "unexpected RuntimeError"),
+@pytest.mark.parametrize("kb, expected", [
+    (EMPTY_KB, "has no documents yet"),
+    ("no such kb", "does not exist"),
 ])
-def test_errors_become_readable_messages(error: BaseException, expected: str, caplog) -> None:
-    with caplog.at_level(logging.ERROR):
-        updates = run_send(StubService(error=error))
-    text = updates[-1][0][-1]["content"]
-    assert expected in text and "Traceback" not in text
-    if isinstance(error, RuntimeError):
-        assert "boom" in caplog.text  # unexpected errors are logged with their traceback
+def test_errors_become_readable_messages(kb: str, expected: str, service: DocLens) -> None:
+    updates = run_send(service, kb=kb)
+    text = last_message(updates)
+    assert text.startswith("⚠️") and expected in text and "Traceback" not in text
+    final = updates[-1]
+    assert final[5]["visible"] is False and final[6] is None  # a figure lock is dropped too
 
 
-def test_figure_lock_is_used_once_and_released() -> None:
-    service = StubService()
-    final = run_send(service, lock={"id": "d1/p2_fig1", "page": 2, "file": "a.pdf"})[-1]
-    assert service.calls[0]["figure_id"] == "d1/p2_fig1"
+def test_unknown_document_filter_is_a_readable_message(service: DocLens) -> None:
+    text = last_message(run_send(service, doc_filter="missing.pdf"))
+    assert text.startswith("⚠️") and "missing.pdf" in text and "is not in knowledge base" in text
+
+
+def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
+    try:
+        {}["boom"]
+    except KeyError as exc:
+        with caplog.at_level(logging.ERROR, logger="doclens.ui"):
+            text = error_text(exc, "answer the question")
+    assert text == "could not answer the question: unexpected KeyError (details are in the server log)"
+    assert "boom" in caplog.text and "Traceback" in caplog.text
+
+
+def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenAI, figure: Figure) -> None:
+    lock = {"id": figure.id, "page": figure.page, "file": figure.file}
+    final = run_send(service, question="这张图展示了什么？", lock=lock)[-1]
+    vision = fake.vision_requests()
+    assert len(vision) == 1 and vision[0].body["model"] == "fake-vision"
     assert final[5]["visible"] is False and final[6] is None
+    assert ">vision<" in final[3]
+    run_send(service, question="再解释一下公式", lock=final[6])  # the next question goes without the figure
+    assert len(fake.vision_requests()) == 1
 
 
-def test_history_is_passed_on() -> None:
-    service = StubService()
-    turns = [{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"}]
-    run_send(service, turns=turns)
-    assert service.calls[0]["history"] == turns
+def test_history_is_passed_on(service: DocLens, fake: FakeOpenAI) -> None:
+    turns = [{"role": "user", "content": "What is a harmonic oscillator?"},
+             {"role": "assistant", "content": "A mass on a spring."}]
+    final = run_send(service, question="and its energy levels?", turns=turns)[-1]
+    condense = [r for r in fake.chat_requests() if is_condense(r)]
+    assert len(condense) == 1
+    assert "A mass on a spring." in condense[0].text() and "and its energy levels?" in condense[0].text()
+    assert final[7][:2] == turns and final[7][2] == {"role": "user", "content": "and its energy levels?"}
 
 
-def test_empty_question_changes_nothing() -> None:
-    service = StubService()
-    assert len(run_send(service, question="  ")) == 1 and not service.calls
+def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> None:
+    updates = run_send(service, question="  ")
+    assert updates == [(gr.skip(),) * 9]
+    assert not fake.requests
 
 
-def test_lock_and_unlock_figure() -> None:
-    handlers = ChatHandlers(StubService())  # type: ignore[arg-type]
-    event = SimpleNamespace(index=1)
-    figures = [{"id": "x", "page": 1, "file": "a.pdf"}, {"id": "y", "page": 3, "file": "a.pdf"}]
-    row, text, lock = handlers.lock_figure(figures, event)  # type: ignore[arg-type]
-    assert row["visible"] is True and "figure p3" in text and lock["id"] == "y"
+def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
+    handlers = ChatHandlers(service)
+    gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
+    assert [f["id"] for f in figures] == [figure.id] and gallery["value"][0][0] == figure.path
+    row, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
+    assert row["visible"] is True and f"figure p{figure.page}" in text and lock["id"] == figure.id
+    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 3
     row, lock = handlers.unlock_figure()
     assert row["visible"] is False and lock is None
 
@@ -145,12 +271,51 @@ def test_messages_from_the_browser_are_normalised() -> None:
                                        {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}}]
 
 
-def test_kb_errors_are_status_lines() -> None:
-    status, *_ = KBHandlers(StubService()).create("dup", None)  # type: ignore[arg-type]
-    assert status.startswith("⚠️") and "already exists" in status
+# ---------------------------------------------------------------- knowledge bases
 
 
-def test_uploaded_files_keep_original_names() -> None:
+@pytest.mark.parametrize("name, expected", [(KB, "already exists"), ("x" * 60, "at most 42")])
+def test_kb_errors_are_status_lines(name: str, expected: str, service: DocLens) -> None:
+    status, picker, table, name_box = KBHandlers(service).create(name, KB)
+    assert status.startswith("⚠️") and expected in status
+    assert picker["value"] == KB and KB in picker["choices"]  # the page stays on the current KB
+    assert name_box == gr.skip()
+    assert [row[0] for row in table["value"]] == [PHYSICS]
+
+
+def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
+    """A real upload as Gradio hands it over: a temp file path, and the user's file name beside it."""
+    temp = tmp_path / "gradio" / "5f1c0a" / "upload.pdf"
+    temp.parent.mkdir(parents=True)
+    shutil.copyfile(SAMPLES / PHYSICS, temp)
+    original = "My paper (v2).pdf"
+    handlers = KBHandlers(service)
+    status, *_ = handlers.create("uploads", KB)
+    assert status.startswith("✅")
+    progress = RecordingProgress()
+    results, table, picker = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}], None,
+                                             progress=progress)
+    assert original in results and "indexed" in results
+    assert [row[0] for row in table["value"]] == [original]
+    assert picker["choices"] == [original] and picker["value"] == original
+    descriptions = [desc for _, desc in progress.calls]
+    assert descriptions[0] == f"file 1 of 1 · {original} · starting"
+    assert any("parse page 2 of 2" in d for d in descriptions)
+    assert all(original in d for d in descriptions[:-1]) and descriptions[-1] == "file 1 of 1 · done"
+    fractions = [fraction for fraction, _ in progress.calls if fraction is not None]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    assert [f.file for f in service.figures("uploads")] == [original]
+
+
+def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
+    handlers = KBHandlers(service)
+    status, *_ = handlers.upload(KB, [], None, progress=RecordingProgress())
+    assert status.startswith("⚠️") and "PDF" in status
+    status, *_ = handlers.upload(None, [str(SAMPLES / PHYSICS)], None, progress=RecordingProgress())
+    assert status.startswith("⚠️") and "knowledge base" in status
+
+
+def test_uploaded_files_read_gradio_file_data() -> None:
     paths, names = uploaded_files([{"path": "/tmp/gradio/ab12/x.pdf", "orig_name": "My paper (v2).pdf"},
                                    "/tmp/gradio/cd34/b.pdf"])
     assert paths == [Path("/tmp/gradio/ab12/x.pdf"), Path("/tmp/gradio/cd34/b.pdf")]
@@ -160,29 +325,41 @@ def test_uploaded_files_keep_original_names() -> None:
 def test_progress_text_and_results() -> None:
     event = ProgressEvent("ocr", file="a.pdf", file_index=1, file_count=2, current=3, total=10)
     assert progress_text(event) == "file 1 of 2 · a.pdf · OCR page 3 of 10"
-    table = results_markdown([IngestResult("a.pdf", "indexed", pages=2, chunks=4),
+    assert progress_text(ProgressEvent("done", file_index=2, file_count=2, message="done")) == "file 2 of 2 · done"
+    table = results_markdown([IngestResult("a|b.pdf", "indexed", pages=2, chunks=4),
                               IngestResult("b.pdf", "failed", error="encrypted PDF")])
-    assert "indexed" in table and "encrypted PDF" in table
+    assert "a\\|b.pdf" in table and "✅ indexed" in table and "❌ failed" in table and "encrypted PDF" in table
+    assert results_markdown([]).startswith("⚠️")
 
 
-def test_settings_apply_keeps_secrets_and_never_shows_them() -> None:
-    service = StubService()
-    service.settings = service.settings.model_copy(update={
-        "llm": service.settings.llm.model_copy(update={"api_key": SecretStr("sk-secret")})})
-    handlers = SettingsHandlers(service)  # type: ignore[arg-type]
-    result = handlers.apply("http://llm:8000/v1", "qwen", "", "", "sentence_transformers",
+# ---------------------------------------------------------------- settings and app
+
+
+def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fake: FakeOpenAI) -> None:
+    handlers = SettingsHandlers(service)
+    embedder = service.embedder
+    before = handlers.current_values()
+    assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
+    result = handlers.apply(fake.base_url, "qwen", "", "", "sentence_transformers",
                             "bundled:multilingual-e5-small", "", "", "rapidocr")
     assert result[0].startswith("✅")
-    assert service.reconfigured is not None
-    assert service.reconfigured.llm.model == "qwen"
-    assert service.reconfigured.llm.api_key.get_secret_value() == "sk-secret"
-    assert "sk-secret" not in repr(result) and key_status(service.reconfigured.llm.api_key).startswith("set")
+    assert service.settings.llm.model == "qwen"
+    assert service.settings.llm.api_key.get_secret_value() == API_KEY
+    assert API_KEY not in repr(result) and result[4].startswith("set") and result[-2:] == ("", "")
+    assert service.embedder is embedder, "an unchanged embedding keeps the loaded model"
+    fake.queue_reply("Short answer [1].")
+    run_send(service)
+    answer_request = fake.last_chat()
+    assert answer_request.body["model"] == "qwen"
+    assert answer_request.header("Authorization") == f"Bearer {API_KEY}"
 
 
-def test_settings_invalid_value_is_a_status_line() -> None:
-    handlers = SettingsHandlers(StubService())  # type: ignore[arg-type]
-    result = handlers.apply("", "", "", "", "sentence_transformers", "m", "", "", "no-such-engine")
+def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
+    before = service.settings
+    result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "",
+                                             "no-such-engine")
     assert result[0].startswith("⚠️") and "engine" in result[0]
+    assert service.settings is before, "nothing was applied"
 
 
 def test_parse_auth() -> None:
@@ -192,10 +369,8 @@ def test_parse_auth() -> None:
         parse_auth("alice")
 
 
-def test_build_app_has_every_element_id() -> None:
-    from ui.app import build_app
-    service = StubService()
-    demo = build_app(service)  # type: ignore[arg-type]
+def test_build_app_has_every_element_id(service: DocLens) -> None:
+    demo = build_app(service)
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     expected = {"kb-select", "doc-filter", "chatbot", "question", "send", "clear", "sources", "confidence",
                 "summary", "figure-gallery", "figure-lock", "figure-unlock", "kb-new-name", "kb-create",
@@ -205,4 +380,5 @@ def test_build_app_has_every_element_id() -> None:
     api_names = {fn.api_name for fn in demo.fns.values()}
     assert {"create_kb", "upload", "ask", "delete_kb"} <= api_names
     assert all(fn.api_name for fn in demo.fns.values()), "every event needs an explicit api_name"
-    assert isinstance(demo, gr.Blocks)
+    kb_active = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "kb-active")
+    assert KB in [choice[0] for choice in kb_active.choices]  # built from the real service's list
