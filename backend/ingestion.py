@@ -117,7 +117,7 @@ class Ingestor:
         except CancelledError:
             result = IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled; nothing was stored")
         except DocLensError as exc:
-            result = IngestResult(item.name, "failed", error=_naming(item.name, str(exc)))
+            result = IngestResult(item.name, "failed", error=_naming(item, str(exc)))
         except Exception as exc:  # a bug or a library failure on a strange file: the other files go on
             log.exception("ingesting %s failed", item.name)
             result = IngestResult(item.name, "failed", error=f"{item.name}: unexpected {exc.__class__.__name__}: {exc}")
@@ -208,7 +208,12 @@ class Ingestor:
 
 
 def remove_document_files(store: VectorStore, kb: OpenKB, doc_id: str) -> None:
-    """Rows first, then files, then the registry entry: a crash in between is cleaned up at start."""
+    """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.
+
+    The entry is marked first so that a crash half-way never leaves a "complete" document without rows
+    (e.g. the old version during a replace): start-up removes whatever is not complete.
+    """
+    kb.registry.mark_removing(doc_id)
     store.delete_documents(kb.collection, [doc_id])
     for folder in ("figures", "previews"):
         shutil.rmtree(kb.folder / folder / doc_id, ignore_errors=True)
@@ -240,9 +245,12 @@ def _check_readable(item: UploadItem) -> None:
         raise DocLensError(f"{item.name}: permission denied")
 
 
-def _naming(name: str, message: str) -> str:
-    """Every failure line names the file, once."""
-    return message if name in message else f"{name}: {message}"
+def _naming(item: UploadItem, message: str) -> str:
+    """Every failure line names the file, once, as the user knows it (not as the upload's temp file)."""
+    own = f"{item.path.name}: "
+    if item.path.name != item.name and message.startswith(own):
+        message = message[len(own):]
+    return message if item.name in message else f"{item.name}: {message}"
 
 
 def _no_text_reason(job: _Job) -> str:

@@ -64,7 +64,7 @@ class MilvusStore(VectorStore):
 
     @staticmethod
     def _connect(uri: str, token: str) -> MilvusClient:
-        is_lite = not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+        is_lite = _is_lite(uri)
         if is_lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -77,6 +77,8 @@ class MilvusStore(VectorStore):
             self._client.close()
         except MilvusException as exc:  # closing twice or a dead server is not worth a traceback
             log.debug("closing Milvus client: %s", exc)
+        if _is_lite(self.uri):
+            _release_lite_store(self.uri)
 
     # -- collections --------------------------------------------------------------------------
 
@@ -250,6 +252,22 @@ def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
 def _short(exc: Exception) -> str:
     message = getattr(exc, "message", None) or str(exc)
     return message.strip().splitlines()[0][:300] if message else exc.__class__.__name__
+
+
+def _is_lite(uri: str) -> bool:
+    return not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
+
+
+def _release_lite_store(uri: str) -> None:
+    """``MilvusClient.close`` leaves the in-process Lite server running and its folder locked until exit:
+    stop it, so that another process (the CLI next to a test, a restarted worker) can open the store."""
+    try:
+        from milvus_lite.server_manager import server_manager_instance
+    except ImportError:
+        return
+    release = getattr(server_manager_instance, "release_server", None)
+    if release is not None:
+        release(uri)
 
 
 def _lite_store_locked(uri: str) -> bool:

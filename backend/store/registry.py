@@ -18,6 +18,7 @@ from backend.types import DocumentInfo, Figure
 
 PENDING = "pending"
 COMPLETE = "complete"
+REMOVING = "removing"  # being deleted: like pending, start-up finishes the job after a crash
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
@@ -68,6 +69,10 @@ class Registry:
         with self._db() as db:
             db.execute("UPDATE documents SET status=?, pages=?, ocr_pages=?, chunks=?, figures=? WHERE doc_id=?",
                        (COMPLETE, pages, ocr_pages, chunks, figures, doc_id))
+
+    def mark_removing(self, doc_id: str) -> None:
+        with self._db() as db:
+            db.execute("UPDATE documents SET status=? WHERE doc_id=?", (REMOVING, doc_id))
 
     def remove_document(self, doc_id: str) -> None:
         with self._db() as db:
