@@ -252,6 +252,13 @@ class LLMClient:
                                              timeout=self.timeout, max_retries=0)
             return self._client
 
+    def close(self) -> None:
+        """Release the HTTP connection pool (settings changed, or the app stops)."""
+        with self._client_lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
     # ------------------------------------------------------------ public calls
 
     def chat(self, messages: list[dict[str, Any]], **opts: Any) -> str:

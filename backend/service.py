@@ -37,6 +37,8 @@ class DocLens:
         self.recover()
 
     def close(self) -> None:
+        if self._llm is not None:
+            self._llm.close()
         self.store.close()
 
     def __enter__(self) -> "DocLens":
@@ -57,7 +59,9 @@ class DocLens:
             if embedding_changed:
                 self._embedder = None
             self._retriever = None  # rebuilt with the new settings and models on next use
-            self._llm = None
+            old_llm, self._llm = self._llm, None
+        if old_llm is not None:
+            old_llm.close()
 
     # -- models -------------------------------------------------------------------------------
 
