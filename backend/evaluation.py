@@ -88,7 +88,7 @@ def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = No
     questions = load_questions(Path(qa_path), limit)
     temporary = kb_name is None
     name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
-    report: dict[str, Any] = {"questions": len(questions)}
+    report: dict[str, Any] = {"questions": len(questions), "ingest": None}  # ingest: only for a temporary KB
     try:
         if temporary:
             service.create_kb(name)

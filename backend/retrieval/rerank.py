@@ -6,7 +6,7 @@ Every signal is kept on the source so the user sees why a passage ranks where it
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from typing import Optional, Sequence
 
 from rapidfuzz import fuzz
 
@@ -28,15 +28,30 @@ def fuzzy_score(question: str, text: str) -> float:
     return float(fuzz.partial_ratio(q, normalize(text)))
 
 
-def keyword_score(question: str, text: str) -> float:
-    """Share of the question's content words found in the chunk, longer words counting more."""
+def keyword_score(question: str, text: str, idf: Optional[dict[str, float]] = None) -> float:
+    """Share of the question's content words found in the chunk, weighted by how rare each word is among
+    the candidates (``idf``; a word every candidate has tells nothing) and by its length."""
     terms = query_terms(question)
     if not terms:
         return 0.0
     haystack = normalize(text)
-    weights = [math.log1p(len(t)) for t in terms]
+    weights = [math.log1p(len(t)) * (idf.get(t, 1.0) if idf else 1.0) for t in terms]
+    total = sum(weights)
+    if total <= 0:
+        return 0.0
     found = sum(w for t, w in zip(terms, weights) if t in haystack)
-    return 100.0 * found / sum(weights)
+    return 100.0 * found / total
+
+
+def candidate_idf(question: str, texts: Sequence[str]) -> dict[str, float]:
+    """BM25-style inverse document frequency of the question's words within the candidate pool."""
+    haystacks = [normalize(t) for t in texts]
+    n = len(haystacks)
+    idf = {}
+    for term in query_terms(question):
+        df = sum(1 for h in haystacks if term in h)
+        idf[term] = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    return idf
 
 
 def entity_score(question: str, text: str) -> float:
@@ -75,10 +90,11 @@ def rank_score(fused_rank: int, candidates: int) -> float:
 def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings) -> list[Source]:
     """Score candidates (already in fused order) and return them by descending relevance."""
     total_weight = sum(getattr(weights, s) for s in SIGNALS) or 1.0
+    idf = candidate_idf(question, [c.text for c in candidates])
     for rank, source in enumerate(candidates, 1):
         source.scores = {
             "fuzzy": fuzzy_score(question, source.text),
-            "keyword": keyword_score(question, source.text),
+            "keyword": keyword_score(question, source.text, idf),
             "semantic": semantic_score(source.similarity),
             "length": length_score(source.text),
             "rank": rank_score(rank, len(candidates)),
