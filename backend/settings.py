@@ -69,16 +69,16 @@ class RetrievalSettings(_Section):
     dense_weight: float = Field(default=4.0, ge=0)
     keyword_weight: float = Field(default=1.0, ge=0)
     top_k: int = Field(default=5, ge=1, le=100)
-    rerank_candidates: int = Field(default=30, ge=1, le=1000)
+    rerank_candidates: int = Field(default=40, ge=1, le=1000)
     query_expansion: bool = True
 
 
 class RerankSettings(_Section):
-    fuzzy: float = Field(default=0.15, ge=0)
-    keyword: float = Field(default=0.25, ge=0)
+    fuzzy: float = Field(default=0.30, ge=0)
+    keyword: float = Field(default=0.12, ge=0)
     semantic: float = Field(default=0.30, ge=0)
-    length: float = Field(default=0.05, ge=0)
-    rank: float = Field(default=0.20, ge=0)
+    length: float = Field(default=0.12, ge=0)
+    rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
 
 

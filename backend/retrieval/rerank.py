@@ -18,6 +18,9 @@ SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
 # Cosine similarities of e5-style models sit in a narrow band; this maps that band onto 0-100.
 SEMANTIC_FLOOR = 0.70
 SEMANTIC_CEILING = 0.92
+# How fast the rank prior falls with the fused rank (tuned on ../shared/bench: a gentle slope lets the
+# other signals reorder the head of the list).
+RANK_SLOPE = 0.075
 
 
 def fuzzy_score(question: str, text: str) -> float:
@@ -84,7 +87,7 @@ def rank_score(fused_rank: int, candidates: int) -> float:
     """The fused (RRF) rank as a prior: 100 for the first, falling smoothly."""
     if candidates <= 1:
         return 100.0
-    return 100.0 / (1.0 + 0.15 * (fused_rank - 1))
+    return 100.0 / (1.0 + RANK_SLOPE * (fused_rank - 1))
 
 
 def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings) -> list[Source]:
