@@ -121,6 +121,11 @@ def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
                progress: Optional[ProgressCallback]) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
+        if not question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
+            details.append({"id": question["id"], "scanned": question["scanned"],
+                            "metrics": question_metrics([], question), "latency_ms": None, "confidence": 0.0,
+                            "features": features([]), "top5_chars": 0})
+            continue
         result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10)
         details.append({"id": question["id"], "scanned": question["scanned"],
                         "metrics": question_metrics(result.sources, question), "latency_ms": result.latency_ms,
@@ -129,7 +134,7 @@ def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
         if progress is not None and (index % 20 == 0 or index == len(questions)):
             progress(ProgressEvent("search", file=f"mode {mode}", file_index=1, file_count=1, current=index,
                                    total=len(questions), message=f"{mode}: question {index} of {len(questions)}"))
-    latencies = sorted(d["latency_ms"] for d in details)
+    latencies = sorted(d["latency_ms"] for d in details if d["latency_ms"] is not None)
     summary = {
         "all": mean_metrics([d["metrics"] for d in details]),
         "native": mean_metrics([d["metrics"] for d in details if not d["scanned"]]),

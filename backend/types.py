@@ -105,6 +105,8 @@ class ProgressEvent:
         """Overall progress 0..1 across files, for progress bars."""
         if self.stage == "done":
             return 1.0
+        if self.stage == "search":  # evaluation: one bar over the questions of a mode
+            return self.current / self.total if self.total else 0.0
         if not self.file_count:
             return 0.0
         within = (self.current / self.total) if self.total else 0.0

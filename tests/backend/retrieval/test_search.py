@@ -88,15 +88,17 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     from backend.evaluation import format_report, run_eval
     qa = tmp_path / "qa.jsonl"
     picked = questions("zh", "zh_001.pdf")[:4] + questions("en", "en_001.pdf")[:4]
-    qa.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in picked), encoding="utf-8")
+    blank = {**picked[0], "id": "blank", "question": " "}  # the bench sets hold a few: a miss, not a crash
+    qa.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in picked + [blank]), encoding="utf-8")
     report = run_eval(service, qa, tmp_path, kb_name="bench", modes=MODES)
-    assert report["questions"] == 8 and report["docs"] == 3 and report["chunks"] > 0
+    assert report["questions"] == 9 and report["docs"] == 3 and report["chunks"] > 0
+    assert report["ingest"] is None
     for mode in MODES:
         metrics = report["modes"][mode]["all"]
         assert set(metrics) == {"hit@1", "hit@5", "hit@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"}
         assert metrics["hit@10"] >= metrics["hit@5"] >= metrics["hit@1"]
         assert report["modes"][mode]["latency_ms"]["p95"] >= report["modes"][mode]["latency_ms"]["p50"] > 0
-    assert report["modes"]["rerank"]["all"]["answer_hit@5"] >= 0.75
+    assert report["modes"]["rerank"]["all"]["answer_hit@5"] >= 0.66
     assert 0.0 <= report["calibration"]["ece"] <= 1.0
     assert "rerank" in format_report(report)
     assert [kb.name for kb in service.list_kbs()] == ["bench"]  # an existing KB is kept
