@@ -84,7 +84,10 @@ def load_questions(path: Path, limit: int = 0) -> list[dict]:
 
 def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
              modes: Sequence[str] = ("dense", "keyword", "hybrid", "rerank"), limit: int = 0,
-             progress: Optional[ProgressCallback] = None, keep_details: bool = False) -> dict[str, Any]:
+             progress: Optional[ProgressCallback] = None, keep_details: bool = False,
+             unanswerable: bool = False) -> dict[str, Any]:
+    """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
+    confidence is calibrated and checked on questions the library cannot answer too."""
     questions = load_questions(Path(qa_path), limit)
     temporary = kb_name is None
     name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
@@ -104,8 +107,14 @@ def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = No
         for mode in modes:
             report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
         main_mode = "rerank" if "rerank" in details else modes[0]
-        labels = [d["metrics"]["answer_hit@5"] > 0 for d in details[main_mode]]
-        report["calibration"] = reliability([d["confidence"] for d in details[main_mode]], labels)
+        checked = list(details[main_mode])
+        if unanswerable:
+            _, left_out = _eval_mode(service, name, questions, main_mode, progress, leave_out_gold=True)
+            details[f"{main_mode}-unanswerable"] = left_out
+            report["unanswerable"] = _unanswerable_summary(left_out)
+            checked += left_out
+        labels = [d["metrics"]["answer_hit@5"] > 0 for d in checked]
+        report["calibration"] = reliability([d["confidence"] for d in checked], labels)
         if keep_details:
             report["details"] = details
     finally:
@@ -117,8 +126,8 @@ def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = No
     return report
 
 
-def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
-               progress: Optional[ProgressCallback]) -> tuple[dict[str, Any], list[dict]]:
+def _eval_mode(service, kb_name: str, questions: list[dict], mode: str, progress: Optional[ProgressCallback],
+               leave_out_gold: bool = False) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
         if not question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
@@ -126,7 +135,8 @@ def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
                             "metrics": question_metrics([], question), "latency_ms": None, "confidence": 0.0,
                             "features": features([]), "top5_chars": 0})
             continue
-        result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10)
+        exclude = [question["doc"]] if leave_out_gold else []
+        result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
         details.append({"id": question["id"], "scanned": question["scanned"],
                         "metrics": question_metrics(result.sources, question), "latency_ms": result.latency_ms,
                         "confidence": result.confidence, "features": features(result.sources),
@@ -143,6 +153,14 @@ def _eval_mode(service, kb_name: str, questions: list[dict], mode: str,
         "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
     }
     return summary, details
+
+
+def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
+    """Questions asked without their document: the answer is (almost always) not in the library."""
+    confidences = [d["confidence"] for d in details]
+    return {"questions": len(details),
+            "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
+            "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0}
 
 
 def _percentile(sorted_values: Sequence[float], pct: float) -> float:
@@ -182,6 +200,10 @@ def format_report(report: dict[str, Any]) -> str:
             tail = (f"  {data['latency_ms']['p50']:7.1f}  {data['latency_ms']['p95']:7.1f}  {data['top5_chars']:10.0f}"
                     if subset == "all" else "")
             lines.append(f"{mode:8} {subset:8} " + " ".join(f"{values.get(c, 0):13.3f}" for c in columns) + tail)
+    missing = report.get("unanswerable")
+    if missing:
+        lines.append(f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
+                     f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}")
     calibration = report.get("calibration")
     if calibration:
         lines.append(f"calibration ECE {calibration['ece']}: " + ", ".join(
@@ -194,9 +216,11 @@ def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: 
     rows, labels = [], []
     for path in paths:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
-        details = (report.get("details") or {}).get(mode)
+        all_details = report.get("details") or {}
+        details = all_details.get(mode)
         if not details:
             raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
+        details = details + all_details.get(f"{mode}-unanswerable", [])
         rows += [d["features"] for d in details]
         labels += [d["metrics"]["answer_hit@5"] > 0 for d in details]
     model = fit_calibration(rows, labels)

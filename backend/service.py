@@ -170,18 +170,21 @@ class DocLens:
     # -- questions ----------------------------------------------------------------------------
 
     def search(self, kb_name: str, question: str, doc: Optional[str] = None, mode: str = "rerank",
-               top: Optional[int] = None) -> SearchResult:
-        """Ranked sources (no LLM). ``doc``: a file name to search only that document."""
+               top: Optional[int] = None, exclude: Sequence[str] = ()) -> SearchResult:
+        """Ranked sources (no LLM). ``doc``: a file name to search only that document; ``exclude``: file
+        names to leave out (the evaluation uses it to ask questions whose answer is not in the library)."""
         kb = self.open_kb(kb_name)
-        return self._search(kb, question, doc, mode, top)
+        return self._search(kb, question, doc, mode, top, exclude)
 
-    def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int]) -> SearchResult:
+    def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
+                exclude: Sequence[str] = ()) -> SearchResult:
         if not question or not question.strip():
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
             raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
         include = [self.find_document(kb, doc).doc_id] if doc else None
-        where = SearchFilter(include_doc_ids=include, exclude_doc_ids=kb.registry.pending_ids())
+        excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
+        where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
         return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top)
 
     @property

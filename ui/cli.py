@@ -158,6 +158,9 @@ def _add_question_commands(sub, common) -> None:
     p.add_argument("--json", metavar="OUT")
     p.add_argument("--details", action="store_true",
                    help="keep per-question results in the JSON (input for `calibrate`)")
+    p.add_argument("--unanswerable", action="store_true",
+                   help="also ask each question with its own document left out (checks the confidence on "
+                        "questions the library cannot answer)")
     p.set_defaults(handler=cmd_eval)
     p = sub.add_parser("calibrate", parents=[common],
                        help="fit the confidence calibration from eval reports made with --details")
@@ -328,7 +331,8 @@ def cmd_eval(args, settings: Settings) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with open_service(settings) as service, TerminalProgress() as progress:
         report = run_eval(service, Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
-                          limit=args.limit, progress=progress, keep_details=args.details)
+                          limit=args.limit, progress=progress, keep_details=args.details,
+                          unanswerable=args.unanswerable)
     print(format_report(report))
     _write_json(args.json, report)
     return 0

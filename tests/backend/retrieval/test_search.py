@@ -90,7 +90,7 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     picked = questions("zh", "zh_001.pdf")[:4] + questions("en", "en_001.pdf")[:4]
     blank = {**picked[0], "id": "blank", "question": " "}  # the bench sets hold a few: a miss, not a crash
     qa.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in picked + [blank]), encoding="utf-8")
-    report = run_eval(service, qa, tmp_path, kb_name="bench", modes=MODES)
+    report = run_eval(service, qa, tmp_path, kb_name="bench", modes=MODES, unanswerable=True)
     assert report["questions"] == 9 and report["docs"] == 3 and report["chunks"] > 0
     assert report["ingest"] is None
     for mode in MODES:
@@ -100,6 +100,10 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
         assert report["modes"][mode]["latency_ms"]["p95"] >= report["modes"][mode]["latency_ms"]["p50"] > 0
     assert report["modes"]["rerank"]["all"]["answer_hit@5"] >= 0.66
     assert 0.0 <= report["calibration"]["ece"] <= 1.0
+    left_out = report["unanswerable"]  # each question asked with its own document left out
+    assert left_out["questions"] == 9
+    assert left_out["answer_hit@5"] < report["modes"]["rerank"]["all"]["answer_hit@5"]
+    assert sum(b["n"] for b in report["calibration"]["bins"]) == 18
     assert "rerank" in format_report(report)
     assert [kb.name for kb in service.list_kbs()] == ["bench"]  # an existing KB is kept
 
