@@ -40,9 +40,15 @@ _MAX_TERMS = 64
 
 
 def configure(cache_dir: Path) -> None:
-    """jieba writes its dictionary cache to a temp folder by default; keep it inside data_dir."""
+    """jieba writes its dictionary cache to a temp folder by default; keep it inside data_dir.
+
+    Done at start-up, before the first keyword search: Milvus Lite's analyzer uses the same jieba."""
     global _cache_dir
     _cache_dir = cache_dir
+    import jieba
+    jieba.setLogLevel(logging.WARNING)  # jieba sets its own logger to DEBUG on import
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    jieba.dt.tmp_dir = str(cache_dir)
 
 
 def _tokenizer():
