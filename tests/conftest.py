@@ -27,3 +27,11 @@ def make_settings(data_dir: Path, **env: str) -> Settings:
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return make_settings(tmp_path / "data")
+
+
+@pytest.fixture(scope="module")
+def fake():
+    """The recording OpenAI-compatible server on 127.0.0.1 (tests/support/fake_openai.py), one per module."""
+    from tests.support.fake_openai import FakeOpenAI
+    with FakeOpenAI() as server:
+        yield server
