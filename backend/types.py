@@ -86,7 +86,7 @@ class IngestResult:
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "status": self.status, "pages": self.pages, "ocr_pages": self.ocr_pages,
                 "chunks": self.chunks, "figures": self.figures, "seconds": round(self.seconds, 3),
-                "error": self.error, "empty_ocr_pages": self.empty_ocr_pages}
+                "error": self.error}  # pages whose OCR found nothing are named in ``error`` (a note)
 
 
 @dataclass
