@@ -113,3 +113,18 @@ def test_selftest_finds_its_own_chunks(service):
     report = selftest(service, "bench", samples=10)
     assert report["samples"] == 10
     assert report["chunk_top5"] >= 0.8 and report["page_top5"] >= report["chunk_top5"]
+
+
+def test_eval_without_a_kb_ingests_into_a_temporary_one_and_drops_it(service, tmp_path):
+    from backend.evaluation import run_eval
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "en_001.pdf").write_bytes(DOCS[2].read_bytes())
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text("\n".join(json.dumps(q) for q in questions("en", "en_001.pdf")[:3]), encoding="utf-8")
+    before = [kb.name for kb in service.list_kbs()]
+    report = run_eval(service, qa, docs, modes=["rerank"])
+    assert report["docs"] == 1 and report["pages"] == 3
+    assert report["ingest"]["seconds"] > 0 and report["ingest"]["native_pages_per_s"] > 0
+    assert report["modes"]["rerank"]["all"]["hit@5"] == 1.0
+    assert [kb.name for kb in service.list_kbs()] == before
