@@ -185,6 +185,14 @@ def emit_json(data: Any) -> None:
     print(json.dumps(data, ensure_ascii=False, indent=2))
 
 
+def show_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
+    """Listing commands print JSON for scripts or an aligned table for people."""
+    if as_json:
+        emit_json(rows)
+    else:
+        print_table(rows, columns)
+
+
 def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
     if not rows:
         print("(none)")
@@ -204,10 +212,7 @@ def cmd_serve(args, settings: Settings) -> int:
 def cmd_kb_list(args, settings: Settings) -> int:
     with open_service(settings) as service:
         kbs = [kb.to_dict() for kb in service.list_kbs()]
-    if args.json:
-        emit_json(kbs)
-    else:
-        print_table(kbs, ["name", "documents", "chunks", "embedding_model", "dim", "collection"])
+    show_rows(kbs, args.json, ["name", "documents", "chunks", "embedding_model", "dim", "collection"])
     return 0
 
 
@@ -251,10 +256,7 @@ def cmd_ingest(args, settings: Settings) -> int:
 def cmd_docs(args, settings: Settings) -> int:
     with open_service(settings) as service:
         docs = [d.to_dict() for d in service.documents(args.kb)]
-    if args.json:
-        emit_json(docs)
-    else:
-        print_table(docs, ["file", "pages", "ocr_pages", "chunks", "figures", "status"])
+    show_rows(docs, args.json, ["file", "pages", "ocr_pages", "chunks", "figures", "status"])
     return 0
 
 
@@ -268,10 +270,7 @@ def cmd_rm(args, settings: Settings) -> int:
 def cmd_figures(args, settings: Settings) -> int:
     with open_service(settings) as service:
         figures = [f.to_dict() for f in service.figures(args.kb, args.doc)]
-    if args.json:
-        emit_json(figures)
-    else:
-        print_table(figures, ["id", "file", "page", "caption", "path"])
+    show_rows(figures, args.json, ["id", "file", "page", "caption", "path"])
     return 0
 
 
