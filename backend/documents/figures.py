@@ -28,6 +28,9 @@ _CLUSTER_GAP = 10.0  # points between paths of one chart
 _MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
 _CAPTION_BELOW = 60.0
 _CAPTION_ABOVE = 40.0
+_TITLE_MAX_CHARS = 40
+_FIGURE_WORDS = re.compile(r"示意图|图表|曲线|趋势图|分布图|流程图|结构图|框图|\b(?:chart|diagram|plot|graph|figure)\b",
+                           re.IGNORECASE)
 
 
 @dataclass
@@ -202,10 +205,20 @@ def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: flo
 
 
 def _caption_for(box: BBox, lines: Sequence[TextLine], used: set[int]) -> str:
-    """The nearest 'Figure n' / '图n' line just below the figure, else just above it."""
+    """The nearest 'Figure n' / '图n' line just below the figure, else just above it; failing that, a short
+    title line next to it that names a figure ("4. 波函数示意图", "Revenue chart")."""
+    return (_nearest_line(box, lines, used, lambda text: bool(CAPTION.match(text)))
+            or _nearest_line(box, lines, used, _looks_like_figure_title))
+
+
+def _looks_like_figure_title(text: str) -> bool:
+    return len(text.strip()) <= _TITLE_MAX_CHARS and bool(_FIGURE_WORDS.search(text))
+
+
+def _nearest_line(box: BBox, lines: Sequence[TextLine], used: set[int], accept) -> str:
     best: Optional[tuple[float, int]] = None
     for i, line in enumerate(lines):
-        if i in used or line.block or not CAPTION.match(line.text):
+        if i in used or line.block or not accept(line.text):
             continue
         if line.x1 < box[0] or line.x0 > box[2]:
             continue

@@ -143,3 +143,9 @@ def test_sample_table_rows_are_markdown(settings):
     assert "| 北美 (NA) | 120.5 | 135.2 | 148.0 | +9.5% |" in pages[0].text
     assert pages[0].text.index("区域销售业绩表") < pages[0].text.index("| 北美 (NA)") < \
         pages[0].text.index("市场份额趋势")
+
+
+def test_a_title_line_naming_a_figure_is_its_caption_when_no_figure_number_exists(settings):
+    pages = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)
+    [figure] = [f for p in pages for f in p.figures]
+    assert figure.caption == "4. 波函数示意图"
