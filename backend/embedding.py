@@ -9,7 +9,6 @@ the first time. Every failure the user can see is an :class:`EmbeddingError` wit
 
 from __future__ import annotations
 
-import email.utils
 import functools
 import hashlib
 import logging
@@ -28,6 +27,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from backend.errors import EmbeddingError
+from backend.llm import retry_after_from_headers
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -447,26 +447,9 @@ def _backoff(attempt: int) -> float:
 
 
 def _retry_after(headers: Any) -> Optional[float]:
-    """Seconds the server asks us to wait (retry-after-ms, Retry-After seconds or HTTP date)."""
-    if headers is None:
-        return None
-    seconds = _seconds(headers.get("retry-after-ms"), scale=0.001)
-    if seconds is None:
-        seconds = _seconds(headers.get("retry-after"), scale=1.0)
-    return None if seconds is None else min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
-
-
-def _seconds(value: Optional[str], scale: float) -> Optional[float]:
-    if not value:
-        return None
-    try:
-        return float(value) * scale
-    except ValueError:
-        pass
-    try:
-        return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
-    except (TypeError, ValueError, IndexError):
-        return None
+    """Seconds the server asks us to wait (the LLM client's parser), capped so an upload never stalls long."""
+    seconds = retry_after_from_headers(headers)
+    return None if seconds is None else min(seconds, MAX_RETRY_AFTER_SECONDS)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -130,9 +130,13 @@ class DocLens:
         return kb.registry.figures(doc_id)
 
     def figure(self, kb_name: str, figure_id: str) -> Figure:
-        figure = next((f for f in self.figures(kb_name) if f.id == figure_id), None)
+        return self._find_figure(self.open_kb(kb_name, check_model=False), figure_id)
+
+    @staticmethod
+    def _find_figure(kb: OpenKB, figure_id: str) -> Figure:
+        figure = next((f for f in kb.registry.figures() if f.id == figure_id), None)
         if figure is None:
-            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{kb_name}'")
+            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{kb.name}'")
         return figure
 
     def recover(self) -> None:
@@ -239,9 +243,7 @@ class DocLens:
 
     def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str) -> Answer:
         from backend import answering
-        figure = next((f for f in kb.registry.figures() if f.id == figure_id), None)
-        if figure is None:
-            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{kb.name}'")
+        figure = self._find_figure(kb, figure_id)
         page_text = kb.registry.page_text(figure.doc_id, figure.page)
         document_text = "\n\n".join(text for _, text in kb.registry.document_text(figure.doc_id))
         context = answering.figure_context(figure, page_text, document_text)

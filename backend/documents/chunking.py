@@ -12,9 +12,9 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from backend.documents.layout import CJK_CHAR
 from backend.types import Chunk, PageText
 
-_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.DOTALL)
 _SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)]*\s*|[.!?]+[\"'”’)\]]*\s+")
 _SOFT_BREAK = re.compile(r"[\s，,、；;：:]")
@@ -203,7 +203,7 @@ class _Packer:
 def _tail(text: str, limit: int) -> str:
     """The last ``limit`` characters of a sentence, starting at a word boundary in Latin text."""
     tail = text.rstrip()[-limit:]
-    if len(tail) == len(text.rstrip()) or _CJK.search(tail[:1] or "x"):
+    if len(tail) == len(text.rstrip()) or CJK_CHAR.search(tail[:1] or "x"):
         return tail if len(tail) < len(text.rstrip()) else ""
     space = tail.find(" ")
     return tail[space + 1:] if 0 <= space < len(tail) - 1 else ""
@@ -230,7 +230,7 @@ def _glue(left: str, right: str) -> str:
     """Sentences of one paragraph: as they were, or joined across a page break like wrapped lines."""
     if left[-1:].isspace() or not right.strip():
         return left + right
-    if _CJK.match(left[-1]) or _CJK.match(right.lstrip()[:1] or "x"):
+    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right.lstrip()[:1] or "x"):
         return left + right.lstrip()
     return left + " " + right.lstrip()
 

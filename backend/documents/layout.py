@@ -15,7 +15,8 @@ import pypdfium2.raw as pdfium_c
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 
-_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
+# CJK ideographs, kana and full-width forms: text that is written without spaces between words.
+CJK_CHAR = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
 
 
@@ -147,7 +148,7 @@ def _rows(lines: Iterable[TextLine]) -> list[list[TextLine]]:
 def _merge(left: TextLine, right: TextLine) -> TextLine:
     gap = right.x0 - left.x1
     needs_space = gap > 0.25 * max(left.size, 1.0) and not (
-        _CJK.match(left.text[-1]) and _CJK.match(right.text[0]))
+        CJK_CHAR.match(left.text[-1]) and CJK_CHAR.match(right.text[0]))
     text = left.text + (" " if needs_space else "") + right.text
     return TextLine(text, union([left.box, right.box]), max(left.size, right.size), left.chars + right.chars)
 
@@ -156,7 +157,7 @@ def join_paragraph_lines(left: str, right: str) -> str:
     """Join a wrapped line: drop a word-break hyphen, no space at CJK, one space between words."""
     if left.endswith("-") and len(left) > 1 and left[-2].isalpha() and right[:1].islower():
         return left[:-1] + right
-    if _CJK.match(left[-1]) or _CJK.match(right[0]):
+    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right[0]):
         return left + right
     return left + " " + right
 
@@ -191,7 +192,7 @@ def _right_edge(lines: Sequence[TextLine], left_edge: float, page_width: float) 
 
 def _first_word_width(line: TextLine) -> float:
     """Roughly how wide the line's first word is: a CJK char is one em, a Latin char about half."""
-    if _CJK.match(line.text[0]):
+    if CJK_CHAR.match(line.text[0]):
         return line.size
     word = line.text.split(" ", 1)[0]
     return 0.5 * line.size * len(word)

@@ -19,12 +19,12 @@ from typing import Any, Iterable, Optional, Protocol, Sequence
 
 from PIL import Image
 
+from backend.documents.layout import CJK_CHAR
 from backend.errors import DocumentError
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
-_CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 
 
 class OCREngine(Protocol):
@@ -55,7 +55,7 @@ def join_words(left: str, right: str) -> str:
         return right
     if not right:
         return left
-    if _CJK.match(left[-1]) or _CJK.match(right[0]):
+    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right[0]):
         return left + right
     return left + " " + right
 
