@@ -55,13 +55,10 @@ class KnowledgeBases:
                                      embedding_model=info.embedding_model, dim=info.dim))
         return sorted(kbs, key=lambda kb: kb.name.casefold())
 
-    def _info(self, collection: str) -> CollectionInfo | None:
-        return next((i for i in self.store.list_collections() if i.name == collection), None)
-
     def open(self, name: str, check_model: bool = True) -> OpenKB:
         clean = names.normalize_name(name)
         collection = names.collection_name_unchecked(clean)
-        info = self._info(collection) if clean else None
+        info = self.store.describe(collection) if clean else None  # one collection, not all: every search opens
         if info is None:
             raise KnowledgeBaseError(f"knowledge base '{clean}' does not exist")
         if check_model:

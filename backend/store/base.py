@@ -54,6 +54,10 @@ class VectorStore(ABC):
         """Our collections only: foreign ones (other names or schemas) are left out."""
 
     @abstractmethod
+    def describe(self, name: str) -> Optional[CollectionInfo]:
+        """One collection's info, or None when it does not exist or is not ours."""
+
+    @abstractmethod
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None: ...
 
     @abstractmethod

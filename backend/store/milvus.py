@@ -85,12 +85,15 @@ class MilvusStore(VectorStore):
     def list_collections(self) -> list[CollectionInfo]:
         infos = []
         for name in self._call("list collections", self._client.list_collections):
-            info = self._describe(name)
+            info = self._collection_info(name)
             if info is not None:
                 infos.append(info)
         return infos
 
-    def _describe(self, name: str) -> Optional[CollectionInfo]:
+    def describe(self, name: str) -> Optional[CollectionInfo]:
+        return self._collection_info(name) if self.has_collection(name) else None
+
+    def _collection_info(self, name: str) -> Optional[CollectionInfo]:
         try:
             desc = self._client.describe_collection(name)
         except MilvusException as exc:
