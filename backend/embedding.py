@@ -9,8 +9,8 @@ the first time. Every failure the user can see is an :class:`EmbeddingError` wit
 
 from __future__ import annotations
 
-import functools
 import hashlib
+import json
 import logging
 import os
 import random
@@ -26,6 +26,8 @@ from urllib.parse import urlparse
 
 import numpy as np
 
+from backend.cpu import has_any_flag, usable_cpus
+from backend.embedding_onnx import OnnxInt8Runner, cpu_supports_int8
 from backend.errors import EmbeddingError
 from backend.llm import retry_after_from_headers
 from backend.settings import Settings
@@ -45,6 +47,7 @@ DIMENSION_PROBE_TEXT = "dimension probe"
 
 Progress = Callable[[int, int], None]
 Kind = Literal["query", "passage"]
+Dtype = Literal["float32", "bfloat16", "int8"]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -68,14 +71,21 @@ class Embedder(ABC):
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self._embed_all(list(texts), "query", None)
 
+    def _sort_lengths(self, texts: list[str]) -> list[int]:
+        """What batches are grouped by; characters unless the model can count its tokens."""
+        return [len(text) for text in texts]
+
     @abstractmethod
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         """One batch, in the given order; rows need not be normalised yet."""
 
     def _embed_all(self, texts: list[str], kind: Kind, progress: Optional[Progress]) -> np.ndarray:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
         # Similar lengths in one batch waste little padding: a large speed-up on mixed chunks.
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]), reverse=True)
+        lengths = self._sort_lengths(texts)
+        order = sorted(range(len(texts)), key=lambda i: lengths[i], reverse=True)
         done = 0
         for start in range(0, len(order), self.batch_size):
             indices = order[start:start + self.batch_size]
@@ -141,14 +151,24 @@ def _cache_key(settings: Settings) -> tuple:
         return ("openai", e.model, "", _openai_base_url(settings), e.batch_size, e.dim, e.timeout,
                 settings.llm.max_retries, key_digest)
     cache_dir = str(settings.model_cache_dir) if e.model.startswith(BUNDLED_PREFIX) else ""
-    return ("sentence_transformers", e.model, resolve_dtype(e.dtype), "", e.batch_size,
+    return ("sentence_transformers", e.model, resolve_dtype(e.dtype, e.model), "", e.batch_size,
             e.max_seq_length, cache_dir)
 
 
 def _load_embedder(settings: Settings) -> Embedder:
     if settings.embedding.provider == "openai":
         return OpenAIEmbedder(settings)
-    return SentenceTransformerEmbedder.load(settings)
+    dtype = resolve_dtype(settings.embedding.dtype, settings.embedding.model)
+    if dtype != "int8":
+        return SentenceTransformerEmbedder.load(settings, dtype)
+    try:
+        return OnnxInt8Embedder.load(settings)
+    except EmbeddingError as exc:
+        if settings.embedding.dtype != "auto":
+            raise
+        fallback = _float_dtype()
+        log.warning("%s; embedding with %s instead", exc, fallback)
+        return SentenceTransformerEmbedder.load(settings, fallback)
 
 
 def _bundled_name(model: str) -> str:
@@ -163,33 +183,26 @@ def _bundled_name(model: str) -> str:
 # dtype and threads
 # ----------------------------------------------------------------------------------------------
 
-@functools.lru_cache(maxsize=1)
 def cpu_supports_bf16() -> bool:
     """bfloat16 is only faster than float32 with native bf16 instructions (AMX or AVX512-BF16)."""
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    flags = set()
-    for line in text.splitlines():
-        if line.startswith("flags"):
-            flags.update(line.partition(":")[2].split())
-    return any(flag in flags for flag in CPU_BF16_FLAGS)
+    return has_any_flag(*CPU_BF16_FLAGS)
 
 
-def resolve_dtype(setting: str) -> Literal["float32", "bfloat16"]:
+def resolve_dtype(setting: str, model: str = DEFAULT_BUNDLED) -> Dtype:
+    """auto: int8 (ONNX Runtime) for the bundled model on CPUs with VNNI, else bfloat16 or float32."""
+    bundled = model.strip().startswith(BUNDLED_PREFIX)
     if setting == "auto":
-        return "bfloat16" if cpu_supports_bf16() else "float32"
-    if setting not in ("float32", "bfloat16"):
-        raise EmbeddingError(f"embedding.dtype {setting!r}: expected auto, float32 or bfloat16")
+        return "int8" if bundled and cpu_supports_int8() else _float_dtype()
+    if setting == "int8" and not bundled:
+        raise EmbeddingError(f"embedding.dtype int8 is available for the bundled model only, not {model!r}; "
+                             f"use auto, float32 or bfloat16")
+    if setting not in ("float32", "bfloat16", "int8"):
+        raise EmbeddingError(f"embedding.dtype {setting!r}: expected auto, float32, bfloat16 or int8")
     return setting  # type: ignore[return-value]
 
 
-def _usable_cpus() -> int:
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
+def _float_dtype() -> Dtype:
+    return "bfloat16" if cpu_supports_bf16() else "float32"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -204,21 +217,26 @@ class SentenceTransformerEmbedder(Embedder):
         self._lock = threading.Lock()  # one forward pass at a time: the tokenizer is not re-entrant
 
     @classmethod
-    def load(cls, settings: Settings) -> "SentenceTransformerEmbedder":
+    def load(cls, settings: Settings, dtype: Dtype) -> "SentenceTransformerEmbedder":
         e = settings.embedding
-        dtype = resolve_dtype(e.dtype)
         model_id = embedding_model_id(settings)
         started = time.monotonic()
         if e.model.startswith(BUNDLED_PREFIX):
             model = _load_bundled(settings, dtype)
         else:
             model = _load_hub_model(e.model, dtype)
-        model.max_seq_length = _max_seq_length(model, e.max_seq_length, model_id)
+        model.max_seq_length = _max_seq_length(_model_position_limit(model), e.max_seq_length, model_id)
         prompts = _prompts_for(model_id, model)
         embedder = cls(model, model_id, e.batch_size, prompts)
         log.info("Embedding model %s loaded in %.1f s (%s, %d dims, %d threads)", model_id,
                  time.monotonic() - started, dtype, embedder.dim, _torch_threads())
         return embedder
+
+    def _sort_lengths(self, texts: list[str]) -> list[int]:
+        # Tokens, not characters: 400 characters are ~100 tokens of English but ~250 of Chinese.
+        with self._lock:
+            encoded = self.model.tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        return [len(ids) for ids in encoded]
 
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         prompt = self.prompts.get(kind) or None
@@ -229,11 +247,15 @@ class SentenceTransformerEmbedder(Embedder):
         return np.asarray(vectors, dtype=np.float32)
 
 
-def _load_bundled(settings: Settings, dtype: str) -> Any:
+def _bundled_folder(settings: Settings) -> Path:
     from backend.embedding_bundled import ensure_bundled_model
 
     _bundled_name(settings.embedding.model)
-    folder = ensure_bundled_model(settings.model_cache_dir)
+    return ensure_bundled_model(settings.model_cache_dir)
+
+
+def _load_bundled(settings: Settings, dtype: str) -> Any:
+    folder = _bundled_folder(settings)
     with _hf_offline():
         try:
             return _sentence_transformer(str(folder), dtype, local_files_only=True)
@@ -279,7 +301,7 @@ def _sentence_transformer(name_or_path: str, dtype: str, local_files_only: bool)
     import torch
     from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(_usable_cpus())
+    torch.set_num_threads(usable_cpus())
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
     return SentenceTransformer(name_or_path, device="cpu", local_files_only=local_files_only,
                                model_kwargs={"dtype": torch_dtype})
@@ -308,9 +330,8 @@ def _looks_offline(exc: BaseException) -> bool:
     return any(marker in text for marker in markers)
 
 
-def _max_seq_length(model: Any, wanted: int, model_id: str) -> int:
+def _max_seq_length(limit: Optional[int], wanted: int, model_id: str) -> int:
     """The configured length, but never past the model's position table."""
-    limit = _model_position_limit(model)
     if limit and wanted > limit:
         log.warning("embedding.max_seq_length %d is more than %s reads; using %d", wanted, model_id, limit)
         return limit
@@ -322,12 +343,15 @@ def _model_position_limit(model: Any) -> Optional[int]:
         config = model[0].auto_model.config
     except (AttributeError, IndexError, TypeError):
         return None
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int) or limit <= 0:
+    return _position_limit(getattr(config, "model_type", ""), getattr(config, "max_position_embeddings", None))
+
+
+def _position_limit(model_type: str, max_positions: Any) -> Optional[int]:
+    if not isinstance(max_positions, int) or max_positions <= 0:
         return None
-    if getattr(config, "model_type", "") in ("xlm-roberta", "roberta", "camembert"):
-        limit -= 2  # RoBERTa-style models start positions after the padding index
-    return limit
+    if model_type in ("xlm-roberta", "roberta", "camembert"):
+        return max_positions - 2  # RoBERTa-style models start positions after the padding index
+    return max_positions
 
 
 def is_e5_model(model_id: str) -> bool:
@@ -344,6 +368,37 @@ def _prompts_for(model_id: str, model: Any) -> dict[Kind, str]:
         "query": configured.get("query") or "",
         "passage": configured.get("document") or configured.get("passage") or "",
     }
+
+
+class OnnxInt8Embedder(Embedder):
+    """The bundled model quantized to int8 on ONNX Runtime (see ``backend.embedding_onnx``)."""
+
+    def __init__(self, runner: OnnxInt8Runner, model_id: str, batch_size: int) -> None:
+        super().__init__(model_id, runner.dim, batch_size)
+        self.runner = runner
+        self.prompts = {"query": E5_QUERY_PROMPT, "passage": E5_PASSAGE_PROMPT}
+
+    @classmethod
+    def load(cls, settings: Settings) -> "OnnxInt8Embedder":
+        started = time.monotonic()
+        folder = _bundled_folder(settings)
+        model_id = embedding_model_id(settings)
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        limit = _position_limit(config.get("model_type", ""), config.get("max_position_embeddings"))
+        max_seq_length = _max_seq_length(limit, settings.embedding.max_seq_length, model_id)
+        with _hf_offline():
+            runner = OnnxInt8Runner(folder, max_seq_length, usable_cpus())
+        embedder = cls(runner, model_id, settings.embedding.batch_size)
+        log.info("Embedding model %s loaded in %.1f s (int8, ONNX Runtime, %d dims, %d threads)", model_id,
+                 time.monotonic() - started, embedder.dim, usable_cpus())
+        return embedder
+
+    def _sort_lengths(self, texts: list[str]) -> list[int]:
+        return self.runner.token_counts(texts)
+
+    def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
+        prompt = self.prompts[kind]
+        return self.runner.embed([prompt + text for text in texts])
 
 
 def _torch_threads() -> int:

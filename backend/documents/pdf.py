@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Optional, Sequence
 import pypdfium2 as pdfium
 from PIL import Image
 
+from backend.cpu import usable_cpus
 from backend.documents.figures import PageFigure, find_figures, image_boxes
 from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
 from backend.documents.ocr import OCREngine, get_ocr_engine
@@ -312,11 +313,7 @@ class _OCRAhead:
 
 def ocr_workers() -> int:
     """Pages OCR'd at once: one per usable core, at most MAX_OCR_WORKERS (memory: a rendered page each)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(MAX_OCR_WORKERS, cores))
+    return max(1, min(MAX_OCR_WORKERS, usable_cpus()))
 
 
 def _ocr_dpi(configured: int, images: Sequence[tuple]) -> float:

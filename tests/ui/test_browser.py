@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import time
 from pathlib import Path
 from typing import Iterator
 

@@ -1,0 +1,106 @@
+"""The bundled model on ONNX Runtime int8: built once next to the model, close to the float32 vectors,
+chosen by ``embedding.dtype: auto`` on CPUs with VNNI."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from backend.embedding import Embedder, OnnxInt8Embedder, create_embedder, resolve_dtype
+from backend.embedding_bundled import TMP_PREFIX, bundled_model_dir
+from backend.embedding_onnx import INT8_MARKER, MODEL_FILE, cpu_supports_int8, ensure_int8_model, int8_model_dir
+from backend.errors import EmbeddingError
+from tests.conftest import MODEL_CACHE, make_settings
+
+TEXTS = [
+    "长城是中国古代的军事防御工程，全长约两万一千公里，东起山海关，西至嘉峪关。",
+    "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit).",
+    "| 年份 | 营业收入（万元） | 同比 |\n| --- | --- | --- |\n| 2023 | 12,345.6 | 8.2% |",
+    "薛定谔方程 $i\\hbar \\partial_t \\psi = H \\psi$ 描述了量子态随时间的演化。" * 4,
+    "短",
+]
+QUERY = "长城有多长？"
+
+
+@pytest.fixture(scope="module")
+def int8(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return create_embedder(make_settings(tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="int8"))
+
+
+@pytest.fixture(scope="module")
+def f32(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
+    return create_embedder(make_settings(tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="float32"))
+
+
+def test_int8_model_is_built_once_next_to_the_bundled_model(int8: Embedder) -> None:
+    assert isinstance(int8, OnnxInt8Embedder)
+    assert int8.model_id == "bundled:multilingual-e5-small" and int8.dim == 384
+    folder = int8_model_dir(bundled_model_dir(MODEL_CACHE))
+    assert (folder / INT8_MARKER).is_file() and (folder / MODEL_FILE).stat().st_size > 100_000_000
+    assert not list(MODEL_CACHE.glob(f"{TMP_PREFIX}*")), "a temporary build folder was left behind"
+    built = (folder / MODEL_FILE).stat().st_ino
+    assert ensure_int8_model(bundled_model_dir(MODEL_CACHE)) == folder
+    assert (folder / MODEL_FILE).stat().st_ino == built  # reused, not rebuilt
+
+
+def test_int8_vectors_stay_close_to_float32(int8: Embedder, f32: Embedder) -> None:
+    passages = int8.embed_passages(TEXTS)
+    assert passages.dtype == np.float32 and passages.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(np.linalg.norm(passages, axis=1), 1.0, atol=1e-4)
+    assert np.sum(passages * f32.embed_passages(TEXTS), axis=1).min() > 0.99
+    assert float(int8.embed_queries([QUERY])[0] @ f32.embed_queries([QUERY])[0]) > 0.99
+
+
+def test_int8_search_prefers_the_right_passage(int8: Embedder) -> None:
+    passages = int8.embed_passages(TEXTS[:4])  # without "短": one character is close to every short query
+    assert int(np.argmax(passages @ int8.embed_queries([QUERY])[0])) == 0
+    assert int(np.argmax(passages @ int8.embed_queries(["At what temperature does water boil?"])[0])) == 1
+
+
+def test_int8_batches_keep_the_input_order(tmp_path: Path, int8: Embedder) -> None:
+    small_batches = create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8",
+                                                  DOCLENS_EMBEDDING_BATCH_SIZE="2"))
+    calls: list[tuple[int, int]] = []
+    batched = small_batches.embed_passages(TEXTS, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(2, 5), (4, 5), (5, 5)]
+    one_by_one = np.vstack([int8.embed_passages([text]) for text in TEXTS])
+    # Activations are quantized with one scale per batch, so a batch's other rows nudge a vector a little.
+    assert np.sum(batched * one_by_one, axis=1).min() > 0.99
+
+
+def test_auto_picks_int8_only_for_the_bundled_model_on_a_vnni_cpu() -> None:
+    assert resolve_dtype("auto", "bundled:multilingual-e5-small") == ("int8" if cpu_supports_int8() else
+                                                                       resolve_dtype("auto", "some/hub-model"))
+    assert resolve_dtype("auto", "BAAI/bge-small-zh-v1.5") in ("bfloat16", "float32")
+    assert resolve_dtype("float32", "bundled:multilingual-e5-small") == "float32"
+
+
+def test_int8_for_a_hub_model_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(EmbeddingError, match="int8 is available for the bundled model only"):
+        create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8",
+                                      DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5"))
+
+
+@pytest.mark.slow
+def test_interrupted_and_concurrent_int8_builds_end_in_one_folder(tmp_path: Path) -> None:
+    cache = tmp_path / "models"
+    cache.mkdir()
+    source = cache / bundled_model_dir(MODEL_CACHE).name
+    source.symlink_to(bundled_model_dir(MODEL_CACHE), target_is_directory=True)
+    target = int8_model_dir(source)
+    (cache / f"{TMP_PREFIX}{target.name}-interrupted").mkdir()
+    target.mkdir()
+    (target / MODEL_FILE).write_bytes(b"half a model")  # a folder without the marker is not trusted
+    results: list[Path] = []
+    threads = [threading.Thread(target=lambda: results.append(ensure_int8_model(source))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == [target, target]
+    assert (target / INT8_MARKER).is_file() and (target / MODEL_FILE).stat().st_size > 100_000_000
+    assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == sorted(
+        [source.name, target.name])
