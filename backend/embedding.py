@@ -235,7 +235,8 @@ class SentenceTransformerEmbedder(Embedder):
     def _sort_lengths(self, texts: list[str]) -> list[int]:
         # Tokens, not characters: 400 characters are ~100 tokens of English but ~250 of Chinese.
         with self._lock:
-            encoded = self.model.tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+            encoded = self.model.tokenizer(texts, add_special_tokens=False, truncation=False,
+                                   verbose=False)["input_ids"]
         return [len(ids) for ids in encoded]
 
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:

@@ -148,19 +148,23 @@ class OnnxInt8Runner:
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         self.max_seq_length = max_seq_length
         self.dim = int(self.session.get_outputs()[0].shape[-1])
-        self._lock = threading.Lock()  # one forward pass at a time: each already uses every core
+        # One call at a time: the fast tokenizer changes its padding state per call (not re-entrant),
+        # and a forward pass already uses every core.
+        self._lock = threading.Lock()
 
     def token_counts(self, texts: list[str]) -> list[int]:
-        encoded = self.tokenizer(texts, add_special_tokens=False, truncation=False)["input_ids"]
+        with self._lock:
+            encoded = self.tokenizer(texts, add_special_tokens=False, truncation=False,
+                                   verbose=False)["input_ids"]
         return [len(ids) for ids in encoded]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
-                               return_tensors="np")
-        input_ids = np.asarray(batch["input_ids"], dtype=np.int64)
-        mask = np.asarray(batch["attention_mask"], dtype=np.int64)
-        feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         with self._lock:
+            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                   return_tensors="np")
+            input_ids = np.asarray(batch["input_ids"], dtype=np.int64)
+            mask = np.asarray(batch["attention_mask"], dtype=np.int64)
+            feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
             hidden = self.session.run([OUTPUT_NAME], feed)[0]
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)

@@ -137,7 +137,8 @@ class Ingestor:
         page_count = inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
         job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
-        self._discard(kb, job.doc_id)  # leftovers of an earlier attempt at the same content
+        if kb.registry.document(job.doc_id) is not None:  # rows and files only exist under an entry
+            self._discard(kb, job.doc_id)  # leftovers of an earlier attempt at the same content
         kb.registry.add_pending(job.doc_id, item.name, sha)
         try:
             _keep_original(item.path, kb.folder / "files" / f"{job.doc_id}.pdf")

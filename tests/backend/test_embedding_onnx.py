@@ -104,3 +104,25 @@ def test_interrupted_and_concurrent_int8_builds_end_in_one_folder(tmp_path: Path
     assert (target / INT8_MARKER).is_file() and (target / MODEL_FILE).stat().st_size > 100_000_000
     assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == sorted(
         [source.name, target.name])
+
+
+def test_int8_embeds_from_several_threads_at_once(int8: Embedder) -> None:
+    """A search embeds its question while an upload embeds passages: neither may break the other."""
+    expected = int8.embed_queries([QUERY])[0]
+    errors: list[BaseException] = []
+    results: list[np.ndarray] = []
+
+    def search() -> None:
+        try:
+            results.extend(int8.embed_queries([QUERY]) for _ in range(5))
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=search) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    int8.embed_passages(TEXTS * 4)
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 15
+    assert all(float(vector[0] @ expected) > 0.9999 for vector in results)
