@@ -73,6 +73,18 @@ class DocLens:
                 self._embedder = create_embedder(self.settings)
             return self._embedder
 
+    def prepare_models_in_background(self) -> threading.Thread:
+        """Load (and on first use build) the embedding model while the app starts, not on the first click."""
+        def prepare() -> None:
+            try:
+                self.embedder
+            except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
+                log.warning("embedding model not ready: %s", exc)
+
+        thread = threading.Thread(target=prepare, name="doclens-prepare-models", daemon=True)
+        thread.start()
+        return thread
+
     def _embedding_signature(self) -> tuple[str, int]:
         embedder = self.embedder
         return embedder.model_id, embedder.dim

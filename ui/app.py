@@ -100,6 +100,7 @@ def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = 
     service = DocLens(settings)
     try:
         service.load_all()
+        service.prepare_models_in_background()
         demo = build_app(service)
         demo.queue(default_concurrency_limit=4)
         log.info("DocLens web app on http://%s:%d", host, port)
