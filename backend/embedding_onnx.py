@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
-import shutil
-import tempfile
 import threading
 import time
 import warnings
@@ -23,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from backend.cpu import has_any_flag
-from backend.embedding_bundled import TMP_PREFIX, build_once, make_shareable
+from backend.embedding_bundled import build_once
 from backend.errors import EmbeddingError
 
 log = logging.getLogger(__name__)
@@ -53,29 +50,24 @@ def int8_model_dir(model_dir: Path) -> Path:
 def ensure_int8_model(model_dir: Path) -> Path:
     """The int8 ONNX folder for this sentence-transformers folder, built first if needed."""
     target = int8_model_dir(model_dir)
-    return build_once(target, INT8_MARKER, lambda: _build_into(model_dir, target), "int8 embedding model")
+    return build_once(target, INT8_MARKER, lambda work: _build_into(work, model_dir), "int8 embedding model")
 
 
-def _build_into(model_dir: Path, target: Path) -> None:
+def _build_into(work: Path, model_dir: Path) -> Path:
     started = time.monotonic()
     log.info("Preparing the int8 ONNX version of %s (once, about half a minute)", model_dir.name)
-    work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}-", dir=target.parent))
-    try:
-        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-        exported, fused = work / "exported.onnx", work / "fused.onnx"
-        out = work / "model"
-        out.mkdir()
-        _export(model_dir, exported)
-        _fuse(exported, fused, config)
-        _quantize(fused, out / MODEL_FILE)
-        marker = {"source": model_dir.name, "built_at": time.time(), "opset": EXPORT_OPSET,
-                  "quantization": "dynamic int8, per-channel weights"}
-        (out / INT8_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
-        make_shareable(out)
-        os.rename(out, target)  # atomic: complete or absent
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    exported, fused = work / "exported.onnx", work / "fused.onnx"
+    out = work / "model"
+    out.mkdir()
+    _export(model_dir, exported)
+    _fuse(exported, fused, config)
+    _quantize(fused, out / MODEL_FILE)
+    marker = {"source": model_dir.name, "built_at": time.time(), "opset": EXPORT_OPSET,
+              "quantization": "dynamic int8, per-channel weights"}
+    (out / INT8_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("int8 embedding model ready in %.1f s", time.monotonic() - started)
+    return out
 
 
 def _export(model_dir: Path, out: Path) -> None:
