@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from backend.cpu import has_any_flag, usable_cpus
-from backend.embedding_onnx import OnnxInt8Runner, cpu_supports_int8
+from backend.embedding_int8 import Int8Runner, cpu_supports_int8
 from backend.errors import EmbeddingError
 from backend.llm import retry_after_from_headers
 from backend.settings import Settings
@@ -168,7 +168,7 @@ def _load_embedder(settings: Settings) -> Embedder:
     if dtype != "int8":
         return SentenceTransformerEmbedder.load(settings, dtype)
     try:
-        return OnnxInt8Embedder.load(settings)
+        return Int8Embedder.load(settings)
     except EmbeddingError as exc:
         if settings.embedding.dtype != "auto":
             raise
@@ -195,7 +195,7 @@ def cpu_supports_bf16() -> bool:
 
 
 def resolve_dtype(setting: str, model: str = DEFAULT_BUNDLED) -> Dtype:
-    """auto: int8 (ONNX Runtime) for the bundled model on CPUs with VNNI, else bfloat16 or float32."""
+    """auto: int8 (OpenVINO) for the bundled model on CPUs with VNNI, else bfloat16 or float32."""
     bundled = model.strip().startswith(BUNDLED_PREFIX)
     if setting == "auto":
         return "int8" if bundled and cpu_supports_int8() else _float_dtype()
@@ -377,16 +377,16 @@ def _prompts_for(model_id: str, model: Any) -> dict[Kind, str]:
     }
 
 
-class OnnxInt8Embedder(Embedder):
-    """The bundled model quantized to int8 on ONNX Runtime (see ``backend.embedding_onnx``)."""
+class Int8Embedder(Embedder):
+    """The bundled model quantized to int8 on OpenVINO (see ``backend.embedding_int8``)."""
 
-    def __init__(self, runner: OnnxInt8Runner, model_id: str, batch_size: int) -> None:
+    def __init__(self, runner: Int8Runner, model_id: str, batch_size: int) -> None:
         super().__init__(model_id, runner.dim, batch_size)
         self.runner = runner
         self.prompts = {"query": E5_QUERY_PROMPT, "passage": E5_PASSAGE_PROMPT}
 
     @classmethod
-    def load(cls, settings: Settings) -> "OnnxInt8Embedder":
+    def load(cls, settings: Settings) -> "Int8Embedder":
         started = time.monotonic()
         folder = _bundled_folder(settings)
         model_id = embedding_model_id(settings)
@@ -395,9 +395,9 @@ class OnnxInt8Embedder(Embedder):
         max_seq_length = _max_seq_length(limit, settings.embedding.max_seq_length, model_id)
         threads = usable_cpus()
         with _hf_offline():
-            runner = OnnxInt8Runner(folder, max_seq_length, threads)
+            runner = Int8Runner(folder, (E5_QUERY_PROMPT, E5_PASSAGE_PROMPT), max_seq_length, threads)
         embedder = cls(runner, model_id, settings.embedding.batch_size)
-        log.info("Embedding model %s loaded in %.1f s (int8, ONNX Runtime, %d dims, %d threads)", model_id,
+        log.info("Embedding model %s loaded in %.1f s (int8, OpenVINO, %d dims, %d threads)", model_id,
                  time.monotonic() - started, embedder.dim, threads)
         return embedder
 

@@ -10,18 +10,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import queue
 import shutil
 import threading
 import time
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from backend.documents.chunking import chunk_pages
 from backend.documents.figures import save_figure
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.pdf import inspect_pdf, iter_pages
+from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.errors import CancelledError, DocLensError
 from backend.knowledge_bases import OpenKB
 from backend.settings import Settings
@@ -31,6 +32,7 @@ from backend.types import Chunk, Figure, IngestResult, PageText, ProgressCallbac
 log = logging.getLogger(__name__)
 
 MAX_NAME_BYTES = 240  # file names are shown and stored, never used as paths
+READ_AHEAD_PAGES = 32  # parsed pages of the next file held at most, figures included
 
 
 @dataclass
@@ -99,21 +101,28 @@ class Ingestor:
     def run(self, kb: OpenKB, items: list[UploadItem], progress: Optional[ProgressCallback] = None,
             cancel: Optional[threading.Event] = None) -> list[IngestResult]:
         results = []
-        for index, item in enumerate(items, 1):
-            if cancel is not None and cancel.is_set():
-                results.append(IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start"))
-                continue
-            report = _reporter(progress, item.name, index, len(items))
-            report("file", message=f"file {index} of {len(items)}")
-            results.append(self.ingest_one(kb, item, report, cancel))
+        ahead = _ReadAhead(items, self.settings, cancel)
+        try:
+            for index, item in enumerate(items, 1):
+                if cancel is not None and cancel.is_set():
+                    results.append(IngestResult(item.name, "cancelled",
+                                                error=f"{item.name}: cancelled before start"))
+                    continue
+                report = _reporter(progress, item.name, index, len(items))
+                report("file", message=f"file {index} of {len(items)}")
+                results.append(self.ingest_one(kb, item, report, cancel, ahead))
+        finally:
+            ahead.close()
         if progress is not None and items:
             progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
         return results
 
-    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel) -> IngestResult:
+    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel,
+                   ahead: Optional["_ReadAhead"] = None) -> IngestResult:
         started = time.perf_counter()
+        ahead = ahead or _ReadAhead([item], self.settings, cancel)
         try:
-            result = self._ingest(kb, item, report, cancel)
+            result = self._ingest(kb, item, report, cancel, ahead)
         except CancelledError:
             result = IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled; nothing was stored")
         except DocLensError as exc:
@@ -125,7 +134,16 @@ class Ingestor:
         log.info("%s: %s (%s)", item.name, result.status, result.error or f"{result.chunks} chunks")
         return result
 
-    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel) -> IngestResult:
+    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead") -> IngestResult:
+        reader = ahead.take(item)
+        try:
+            return self._ingest_read(kb, item, report, cancel, ahead, reader)
+        finally:
+            if reader is not None:
+                reader.stop()  # a duplicate or a failure leaves it unread
+
+    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead",
+                     reader: Optional["_PageReader"]) -> IngestResult:
         _check_readable(item)
         sha = file_sha256(item.path)
         duplicate = kb.registry.document_by_sha(sha)
@@ -134,7 +152,8 @@ class Ingestor:
             return IngestResult(item.name, "duplicate", pages=duplicate.pages, ocr_pages=duplicate.ocr_pages,
                                 chunks=duplicate.chunks, figures=duplicate.figures,
                                 error=f"{item.name}: the same content is already indexed{same}; skipped")
-        page_count = inspect_pdf(item.path, self.settings)
+        # A file being read ahead is not opened here again: pdfium is not thread-safe.
+        page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
         job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
         if kb.registry.document(job.doc_id) is not None:  # rows and files only exist under an entry
@@ -142,7 +161,10 @@ class Ingestor:
         kb.registry.add_pending(job.doc_id, item.name, sha)
         try:
             _keep_original(item.path, kb.folder / "files" / f"{job.doc_id}.pdf")
-            chunks = self._parse_and_chunk(job, page_count)
+            pages = reader.pages() if reader is not None else iter_pages(
+                item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
+            chunks = self._parse_and_chunk(job, page_count, pages)
+            ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
             self._embed_and_store(job, chunks)
             self._finish(job, chunks, page_count)
         except BaseException:
@@ -156,10 +178,9 @@ class Ingestor:
                             empty_ocr_pages=job.empty_ocr_pages,
                             error=_empty_pages_note(item.name, job.empty_ocr_pages))
 
-    def _parse_and_chunk(self, job: _Job, page_count: int) -> list[Chunk]:
-        ocr_engine = get_ocr_engine(self.settings)
+    def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
         figure_dir = job.kb.folder / "figures" / job.doc_id
-        for parsed in iter_pages(job.item.path, self.settings, ocr_engine=ocr_engine):
+        for parsed in pages:
             job.check_cancel()
             job.report("ocr" if parsed.ocr else "parse", parsed.page, page_count,
                        f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}")
@@ -206,6 +227,114 @@ class Ingestor:
 
     def _discard(self, kb: OpenKB, doc_id: str) -> None:
         remove_document_files(self.store, kb, doc_id)
+
+
+class _PageReader:
+    """One file's pages parsed on a background thread, handed over in order through a bounded queue.
+
+    Errors are raised where the pages are read, so a bad file fails with the same message either way."""
+
+    _END = object()
+
+    def __init__(self, item: UploadItem, page_count: int, settings: Settings,
+                 cancel: Optional[threading.Event]) -> None:
+        self.item = item
+        self.page_count = page_count
+        self._settings = settings
+        self._cancel = cancel
+        self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._read, name="read-ahead", daemon=True)
+        self._thread.start()
+
+    def pages(self) -> Iterator[ParsedPage]:
+        while True:
+            try:
+                got = self._queue.get(timeout=0.1)
+            except queue.Empty:
+                if self._thread.is_alive():
+                    continue
+                raise CancelledError(f"{self.item.name}: cancelled")  # it stopped without an end mark
+            if got is self._END:
+                return
+            if isinstance(got, BaseException):
+                raise got
+            yield got
+
+    def stop(self) -> None:
+        """Stops reading (after the page in hand) and waits, so no pdfium call outlives the reader."""
+        self._stop.set()
+        while self._thread.is_alive():
+            self._drain()
+            self._thread.join(timeout=0.1)
+
+    def _read(self) -> None:
+        pages = iter_pages(self.item.path, self._settings, ocr_engine=get_ocr_engine(self._settings))
+        try:
+            for page in pages:
+                if not self._hand_over(page):
+                    return
+            self._hand_over(self._END)
+        except BaseException as exc:  # handed to the reading thread, which reports it
+            self._hand_over(exc)
+        finally:
+            pages.close()
+
+    def _hand_over(self, value: object) -> bool:
+        while not self._stopped():
+            try:
+                self._queue.put(value, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def _stopped(self) -> bool:
+        return self._stop.is_set() or (self._cancel is not None and self._cancel.is_set())
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                self._queue.get_nowait()
+        except queue.Empty:
+            pass
+
+
+class _ReadAhead:
+    """Reads the next file of an upload while the current one is embedded: parsing is single-threaded,
+    so it uses the core that embedding leaves idle between batches. At most one reader runs at a time."""
+
+    def __init__(self, items: Sequence[UploadItem], settings: Settings, cancel: Optional[threading.Event]) -> None:
+        self._items = list(items)
+        self._settings = settings
+        self._cancel = cancel
+        self._reader: Optional[_PageReader] = None
+
+    def start_after(self, item: UploadItem, kb: OpenKB) -> None:
+        following = next((self._items[i + 1] for i, it in enumerate(self._items[:-1]) if it is item), None)
+        if following is None or self._reader is not None or (self._cancel is not None and self._cancel.is_set()):
+            return
+        try:  # a file that fails these checks fails them again on its turn, with its message
+            _check_readable(following)
+            if kb.registry.document_by_sha(file_sha256(following.path)) is not None:
+                return  # a duplicate is skipped on its turn: nothing to read
+            page_count = inspect_pdf(following.path, self._settings)
+        except Exception:
+            return
+        self._reader = _PageReader(following, page_count, self._settings, self._cancel)
+
+    def take(self, item: UploadItem) -> Optional[_PageReader]:
+        """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""
+        reader = self._reader
+        if reader is None or reader.item is not item:
+            return None
+        self._reader = None
+        return reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.stop()
+            self._reader = None
 
 
 def remove_document_files(store: VectorStore, kb: OpenKB, doc_id: str) -> None:

@@ -250,6 +250,49 @@ def test_cancel_rolls_back_and_retry_finishes(service, kb):
     assert_consistent(service, kb)
 
 
+def reading_ahead() -> bool:
+    return any(t.name == "read-ahead" and t.is_alive() for t in threading.enumerate())
+
+
+def test_next_file_is_read_while_the_current_one_is_embedded(service, kb):
+    seen: dict[str, bool] = {}
+
+    def progress(event: ProgressEvent) -> None:
+        if event.stage == "embed":
+            seen.setdefault(event.file, reading_ahead())
+
+    results = service.ingest(kb, [PHYSICS, BUSINESS, COMPUTING], progress=progress)
+    assert [r.status for r in results] == ["indexed"] * 3
+    assert seen == {PHYSICS.name: True, BUSINESS.name: True, COMPUTING.name: False}  # nothing after the last
+    assert not reading_ahead()
+    service.create_kb("business alone")  # read ahead or not, a file comes out the same
+    alone = service.ingest("business alone", [BUSINESS])
+    assert alone[0].chunks == results[1].chunks and alone[0].figures == results[1].figures
+    assert_consistent(service, kb)
+
+
+def test_a_duplicate_is_not_read_ahead(service, kb):
+    service.ingest(kb, [PHYSICS])
+    seen: list[bool] = []
+    results = service.ingest(kb, [BUSINESS, PHYSICS],
+                             progress=lambda e: seen.append(reading_ahead()) if e.stage == "embed" else None)
+    assert [r.status for r in results] == ["indexed", "duplicate"] and not any(seen)
+
+
+def test_cancel_while_the_next_file_is_read_ahead(service, kb):
+    cancel = threading.Event()
+
+    def progress(event: ProgressEvent) -> None:
+        if event.stage == "embed" and event.file == PHYSICS.name:
+            cancel.set()
+
+    results = service.ingest(kb, [PHYSICS, BUSINESS, COMPUTING], progress=progress, cancel=cancel)
+    assert [r.status for r in results] == ["cancelled"] * 3
+    assert not reading_ahead()
+    assert service.documents(kb) == [] and service.store.count(open_kb(service, kb).collection) == 0
+    assert leftovers(service, kb) == {"figures": set(), "previews": set(), "files": set()}
+
+
 def test_failure_after_rows_are_stored_leaves_nothing(service, kb):
     def progress(event: ProgressEvent) -> None:
         if event.stage == "store" and event.file == PHYSICS.name:

@@ -1,0 +1,192 @@
+"""int8 inference for the bundled model on OpenVINO: about 1.5x the speed of the same model in bfloat16 on
+a CPU with VNNI, with the same tokenizer, prompts and mean pooling, and cosine ~0.998 to the float32 vectors.
+
+The sentence-transformers folder is converted once to OpenVINO, and NNCF quantizes its linear layers to
+int8. NNCF calibrates the activation ranges on ``assets/embedding-calibration.jsonl``, original passages in
+Chinese and English of the kinds PDFs hold, so every machine builds the same model. Attention stays in
+bfloat16/float32. The result lands atomically in ``<model folder>-openvino-int8/`` next to the model it
+came from, like the bundled build itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import threading
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from backend.cpu import has_any_flag
+from backend.embedding_bundled import build_once
+from backend.errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+INT8_SUFFIX = "-openvino-int8"
+SUPERSEDED_SUFFIX = "-onnx-int8"
+INT8_MARKER = "doclens-openvino.json"
+MODEL_FILE = "model.xml"
+WEIGHTS_FILE = "model.bin"  # written by openvino.save_model beside MODEL_FILE
+INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+# int8 matrix products are only fast (and free of the AVX2 u8*s8 saturation) with VNNI or AMX.
+CPU_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+CALIBRATION_FILE = Path(__file__).resolve().parent.parent / "assets" / "embedding-calibration.jsonl"
+# How many calibration passages also go in as (shortened) questions, so query activations are covered.
+CALIBRATION_QUERIES = 32
+# The feed-forward output of layers 4 and 5 is where int8 activations lose the most: keeping those two
+# products in float moves the mean cosine to float32 from 0.996 to 0.998 for ~3 % of the speed-up.
+FLOAT_LAYERS_PATTERN = r".*encoder\.layer\.(4|5)\.output\.dense/.*"
+# OpenVINO prepares kernels for each new input shape (~40 ms each); rounding lengths up to a multiple of
+# 16 lets batches share shapes, for a few percent of padding.
+PAD_TO_MULTIPLE = 16
+
+
+def cpu_supports_int8() -> bool:
+    return has_any_flag(*CPU_INT8_FLAGS)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the int8 model once
+# ----------------------------------------------------------------------------------------------
+
+def int8_model_dir(model_dir: Path) -> Path:
+    return model_dir.parent / f"{model_dir.name}{INT8_SUFFIX}"
+
+
+def ensure_int8_model(model_dir: Path, prompts: tuple[str, str]) -> Path:
+    """The int8 OpenVINO folder for this sentence-transformers folder, built first if needed.
+
+    ``prompts`` are the (query, passage) prefixes the model is used with, for calibration."""
+    target = int8_model_dir(model_dir)
+    folder = build_once(target, INT8_MARKER, lambda work: _build_into(work, model_dir, prompts),
+                        "int8 embedding model")
+    # Earlier versions kept an ONNX Runtime int8 model beside it; this one replaces it.
+    shutil.rmtree(model_dir.parent / f"{model_dir.name}{SUPERSEDED_SUFFIX}", ignore_errors=True)
+    return folder
+
+
+def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
+    started = time.monotonic()
+    log.info("Preparing the int8 OpenVINO version of %s (once, about half a minute)", model_dir.name)
+    out = work / "model"
+    out.mkdir()
+    converted = _convert(model_dir)
+    quantized = _quantize(converted, calibration_feeds(model_dir, prompts))
+    import openvino as ov
+
+    ov.save_model(quantized, str(out / MODEL_FILE))
+    marker = {"source": model_dir.name, "built_at": time.time(), "openvino": ov.__version__,
+              "quantization": "int8 (NNCF), symmetric per-channel weights, calibrated activations",
+              "float_layers": FLOAT_LAYERS_PATTERN}
+    (out / INT8_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
+    log.info("int8 embedding model ready in %.1f s", time.monotonic() - started)
+    return out
+
+
+def _convert(model_dir: Path) -> Any:
+    import openvino as ov
+    import torch
+    from transformers import AutoModel
+
+    model = AutoModel.from_pretrained(str(model_dir), dtype=torch.float32, local_files_only=True).eval()
+
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
+            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+
+    example = torch.ones((2, 16), dtype=torch.long)
+    inputs = dict(zip(INPUT_NAMES, (example, example, torch.zeros_like(example))))
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # tracer chatter about Python control flow, harmless here
+        return ov.convert_model(LastHiddenState(model), example_input=inputs)
+
+
+def calibration_feeds(model_dir: Path, prompts: tuple[str, str]) -> list[dict[str, np.ndarray]]:
+    """One model input per calibration text: every passage, and the opening of some as questions."""
+    from transformers import AutoTokenizer
+
+    query_prompt, passage_prompt = prompts
+    passages = [json.loads(line)["text"] for line in CALIBRATION_FILE.read_text(encoding="utf-8").splitlines()
+                if line.strip()]
+    texts = [passage_prompt + text for text in passages]
+    texts += [query_prompt + _opening(text) for text in passages[:CALIBRATION_QUERIES]]
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+    feeds = []
+    for text in texts:
+        ids = np.asarray([tokenizer(text, truncation=True, max_length=512)["input_ids"]], dtype=np.int64)
+        feeds.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+    return feeds
+
+
+def _opening(text: str) -> str:
+    """The first sentence or line of a passage, as short as a typed question."""
+    for stop in ("\n", "。", ". ", "？", "? "):
+        text = text.split(stop)[0]
+    return text[:60]
+
+
+def _quantize(model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
+    import nncf
+    from nncf.common.logging.logger import set_log_level
+
+    set_log_level(logging.WARNING)
+    # SmoothQuant (on by default for transformers) cost accuracy on this model and bought no speed.
+    no_smoothing = nncf.AdvancedQuantizationParameters(
+        smooth_quant_alphas=nncf.AdvancedSmoothQuantParameters(matmul=-1))
+    return nncf.quantize(model, nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER,
+                         subset_size=len(feeds), advanced_parameters=no_smoothing,
+                         ignored_scope=nncf.IgnoredScope(patterns=[FLOAT_LAYERS_PATTERN]))
+
+
+# ----------------------------------------------------------------------------------------------
+# Running it
+# ----------------------------------------------------------------------------------------------
+
+class Int8Runner:
+    """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes."""
+
+    def __init__(self, model_dir: Path, prompts: tuple[str, str], max_seq_length: int, threads: int) -> None:
+        import openvino as ov
+        from transformers import AutoTokenizer
+
+        folder = ensure_int8_model(model_dir, prompts)
+        try:
+            # Unpinned threads: OCR workers share the cores during a mixed upload.
+            self.model = ov.Core().compile_model(str(folder / MODEL_FILE), "CPU", {
+                "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+        except RuntimeError as exc:
+            raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
+        self.request = self.model.create_infer_request()
+        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        self.max_seq_length = max_seq_length
+        self.dim = int(self.model.outputs[0].get_partial_shape()[-1].get_length())
+        # One call at a time: the fast tokenizer changes its padding state per call (not re-entrant),
+        # an infer request runs one batch at a time, and a forward pass already uses every core.
+        self._lock = threading.Lock()
+
+    def token_counts(self, texts: list[str]) -> list[int]:
+        with self._lock:
+            encoded = self.tokenizer(texts, add_special_tokens=False, truncation=False,
+                                   verbose=False)["input_ids"]
+        return [len(ids) for ids in encoded]
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                   pad_to_multiple_of=PAD_TO_MULTIPLE, return_tensors="np")
+            input_ids = np.asarray(batch["input_ids"], dtype=np.int64)
+            mask = np.asarray(batch["attention_mask"], dtype=np.int64)
+            feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
+            hidden = self.request.infer(feed)[self.model.outputs[0]].copy()
+        weights = mask[..., None].astype(np.float32)
+        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
