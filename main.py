@@ -7,6 +7,10 @@ import sys
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from backend.cpu import limit_malloc_arenas  # noqa: E402
+
+limit_malloc_arenas()  # before any worker thread starts
+
 from ui.cli import main  # noqa: E402
 
 if __name__ == "__main__":

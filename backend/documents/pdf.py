@@ -355,6 +355,23 @@ def is_scanned(lines: Sequence[TextLine], images: Sequence[tuple], page_area: fl
     return covered / page_area > MIN_IMAGE_COVER
 
 
+def has_scanned_pages(path: os.PathLike | str) -> bool:
+    """Whether parsing will OCR any page: the same test, reading text only on pages with images."""
+    pdf = open_pdf(Path(path))
+    try:
+        for index in range(len(pdf)):
+            page = pdf[index]
+            try:
+                images = image_boxes(page)
+                if images and is_scanned(_read_page_lines(page), images, page.get_width() * page.get_height()):
+                    return True
+            finally:
+                page.close()
+        return False
+    finally:
+        pdf.close()
+
+
 def parse_pdf(path: os.PathLike | str, settings: Settings,
               ocr_engine: Optional[OCREngine] = None) -> list[ParsedPage]:
     """All pages at once (tests, small files); ingestion should prefer ``iter_pages``."""

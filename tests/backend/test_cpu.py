@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+import platform
 
-from backend.cpu import cpu_flags, has_any_flag, usable_cpus
+from backend.cpu import cpu_flags, has_any_flag, limit_malloc_arenas, usable_cpus
 
 
 def test_flags_come_from_proc_cpuinfo() -> None:
@@ -19,3 +20,7 @@ def test_usable_cpus_follow_the_affinity_mask() -> None:
     assert 1 <= usable_cpus() <= (os.cpu_count() or 1)
     if hasattr(os, "sched_getaffinity"):
         assert usable_cpus() == len(os.sched_getaffinity(0))
+
+
+def test_malloc_arenas_are_capped_on_glibc() -> None:
+    assert limit_malloc_arenas(2) == (platform.libc_ver()[0] == "glibc")

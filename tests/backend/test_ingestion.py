@@ -271,6 +271,21 @@ def test_next_file_is_read_while_the_current_one_is_embedded(service, kb):
     assert_consistent(service, kb)
 
 
+@pytest.mark.slow
+def test_a_scanned_file_waits_for_its_turn_to_ocr(service, kb):
+    scanned = BENCH / "dev-zh" / "docs" / SCANNED_DOC
+    seen: list[tuple[bool, bool]] = []
+
+    def progress(event: ProgressEvent) -> None:
+        if event.stage == "embed" and event.file == PHYSICS.name and not seen:
+            ocr_running = any(t.name.startswith("ocr") and t.is_alive() for t in threading.enumerate())
+            seen.append((reading_ahead(), ocr_running))
+
+    results = service.ingest(kb, [PHYSICS, scanned], progress=progress)
+    assert [r.status for r in results] == ["indexed", "indexed"] and results[1].ocr_pages == 2
+    assert seen == [(True, False)]  # read ahead, but no OCR while the physics file embeds
+
+
 def test_a_duplicate_is_not_read_ahead(service, kb):
     service.ingest(kb, [PHYSICS])
     seen: list[bool] = []
