@@ -10,14 +10,16 @@ came from, like the bundled build itself.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import os
 import shutil
 import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -70,16 +72,37 @@ def ensure_int8_model(model_dir: Path, prompts: tuple[str, str]) -> Path:
     return folder
 
 
+@contextlib.contextmanager
+def telemetry_off() -> Iterator[None]:
+    """OpenVINO and NNCF send usage events to Google Analytics, and write a client id under ~/intel, unless
+    they believe they run in CI: they check the CI variable each time one of their tools starts (importing
+    openvino is one). Nothing about a user's documents is theirs to count."""
+    with _TELEMETRY_LOCK:
+        saved = os.environ.get("CI")
+        os.environ["CI"] = "true"
+        try:
+            yield
+        finally:
+            if saved is None:
+                os.environ.pop("CI", None)
+            else:
+                os.environ["CI"] = saved
+
+
+_TELEMETRY_LOCK = threading.RLock()
+
+
 def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
     started = time.monotonic()
     log.info("Preparing the int8 OpenVINO version of %s (once, about half a minute)", model_dir.name)
     out = work / "model"
     out.mkdir()
-    converted = _convert(model_dir)
-    quantized = _quantize(converted, calibration_feeds(model_dir, prompts))
-    import openvino as ov
+    with telemetry_off():
+        import openvino as ov
 
-    ov.save_model(quantized, str(out / MODEL_FILE))
+        converted = _convert(model_dir)
+        quantized = _quantize(converted, calibration_feeds(model_dir, prompts))
+        ov.save_model(quantized, str(out / MODEL_FILE))
     marker = {"source": model_dir.name, "built_at": time.time(), "openvino": ov.__version__,
               "quantization": "int8 (NNCF), symmetric per-channel weights, calibrated activations",
               "float_layers": FLOAT_LAYERS_PATTERN}
@@ -156,16 +179,11 @@ class Int8Runner:
     """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes."""
 
     def __init__(self, model_dir: Path, prompts: tuple[str, str], max_seq_length: int, threads: int) -> None:
-        import openvino as ov
         from transformers import AutoTokenizer
 
-        folder = ensure_int8_model(model_dir, prompts)
-        try:
-            # Unpinned threads: OCR workers share the cores during a mixed upload.
-            self.model = ov.Core().compile_model(str(folder / MODEL_FILE), "CPU", {
-                "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
-        except RuntimeError as exc:
-            raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
+        folder = ensure_int8_model(model_dir, prompts)  # outside telemetry_off: builds take that lock too
+        with telemetry_off():
+            self.model = _compiled(folder, threads)
         self.request = self.model.create_infer_request()
         self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
         self.max_seq_length = max_seq_length
@@ -190,3 +208,16 @@ class Int8Runner:
             hidden = self.request.infer(feed)[self.model.outputs[0]].copy()
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
+def _compiled(folder: Path, threads: int) -> Any:
+    try:
+        import openvino as ov
+    except ImportError as exc:
+        raise EmbeddingError(f"int8 embeddings need the openvino package ({exc})") from None
+    try:
+        # Unpinned threads: the cores are shared with OCR workers and the read-ahead parser.
+        return ov.Core().compile_model(str(folder / MODEL_FILE), "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+    except RuntimeError as exc:
+        raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc

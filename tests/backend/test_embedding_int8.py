@@ -3,6 +3,9 @@ chosen by ``embedding.dtype: auto`` on CPUs with VNNI."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from backend.embedding_bundled import TMP_PREFIX, bundled_model_dir
 from backend.embedding_int8 import (INT8_MARKER, MODEL_FILE, WEIGHTS_FILE, calibration_feeds, cpu_supports_int8,
                                     ensure_int8_model, int8_model_dir)
 from backend.errors import EmbeddingError
-from tests.conftest import MODEL_CACHE, make_settings
+from tests.conftest import MODEL_CACHE, REPO_ROOT, make_settings
 
 TEXTS = [
     "长城是中国古代的军事防御工程，全长约两万一千公里，东起山海关，西至嘉峪关。",
@@ -137,3 +140,18 @@ def test_int8_embeds_from_several_threads_at_once(int8: Embedder) -> None:
         thread.join()
     assert not errors and len(results) == 15
     assert all(float(vector[0] @ expected) > 0.9999 for vector in results)
+
+
+def test_openvino_sends_no_telemetry_and_writes_nothing_home(tmp_path: Path, int8: Embedder) -> None:
+    """openvino and nncf count usage (a client id under ~/intel, events to Google Analytics) unless told not to."""
+    script = ("import os; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
+              "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
+              "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_queries(['x']); print(os.environ.get('CI'))")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CI"} | {"HOME": str(home), "DATA": str(tmp_path / "data")}
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "None"  # CI is set only while OpenVINO starts
+    assert not (home / "intel").exists()
