@@ -152,7 +152,7 @@ class Ingestor:
             return IngestResult(item.name, "duplicate", pages=duplicate.pages, ocr_pages=duplicate.ocr_pages,
                                 chunks=duplicate.chunks, figures=duplicate.figures,
                                 error=f"{item.name}: the same content is already indexed{same}; skipped")
-        # A file being read ahead is not opened here again: pdfium is not thread-safe.
+        # A file read ahead already has its page count: no need to open it again.
         page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
         job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
@@ -269,7 +269,7 @@ class _PageReader:
         self._turn.set()
 
     def stop(self) -> None:
-        """Stops reading (after the page in hand) and waits, so no pdfium call outlives the reader."""
+        """Stops reading (after the page in hand) and waits: no parsing outlives its upload."""
         self._stop.set()
         while self._thread.is_alive():
             self._drain()

@@ -22,6 +22,7 @@ from PIL import Image
 from backend.cpu import usable_cpus
 from backend.documents.figures import PageFigure, find_figures, image_boxes
 from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
@@ -77,11 +78,12 @@ def inspect_pdf(path: os.PathLike | str, settings: Settings) -> int:
         raise DocumentError(f"{name}: not a PDF ({_guess_kind(head)})")
     if b"%%EOF" not in tail:
         raise DocumentError(f"{name}: the PDF is truncated or corrupt (no end-of-file marker)")
-    pdf = open_pdf(path)
-    try:
-        pages = len(pdf)
-    finally:
-        pdf.close()
+    with PDFIUM_LOCK:
+        pdf = open_pdf(path)
+        try:
+            pages = len(pdf)
+        finally:
+            pdf.close()
     if pages == 0:
         raise DocumentError(f"{name}: the PDF has no pages")
     if pages > settings.ingest.max_pages:
@@ -134,14 +136,18 @@ def iter_pages(path: os.PathLike | str, settings: Settings,
     """Parse the PDF page by page. OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)
-    pdf = open_pdf(path)
-    parser = _PageParser(path, pdf, settings, ocr_engine)
+    with PDFIUM_LOCK:
+        parser = _PageParser(path, open_pdf(path), settings, ocr_engine)
     try:
-        parser.survey(page_count)
+        with PDFIUM_LOCK:
+            parser.survey(page_count)
         for index in range(page_count):
-            yield parser.parse(index)
+            with PDFIUM_LOCK:  # released while the page is handed over: the reader may wait long
+                parsed = parser.parse(index)
+            yield parsed
     finally:
-        parser.close()
+        with PDFIUM_LOCK:
+            parser.close()
 
 
 class _PageParser:
@@ -301,7 +307,7 @@ class _OCRAhead:
             self._submit(index)
         while self._queue and len(self._futures) < self._workers:
             self._submit(self._queue.pop(0))
-        return self._futures.pop(index).result()
+        return _wait_without_pdfium_lock(self._futures.pop(index))
 
     def _submit(self, index: int) -> None:
         self._futures[index] = self._pool.submit(self._engine.recognize, self._render(index))
@@ -309,6 +315,18 @@ class _OCRAhead:
     def close(self) -> None:
         # A page still in flight finishes in the background: cancel must not wait for it.
         self._pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _wait_without_pdfium_lock(future: Future[str]) -> str:
+    """OCR takes seconds and makes no pdfium call: previews may render meanwhile."""
+    try:
+        PDFIUM_LOCK.release()
+    except RuntimeError:  # not held by this thread
+        return future.result()
+    try:
+        return future.result()
+    finally:
+        PDFIUM_LOCK.acquire()
 
 
 def ocr_workers() -> int:
@@ -357,19 +375,26 @@ def is_scanned(lines: Sequence[TextLine], images: Sequence[tuple], page_area: fl
 
 def has_scanned_pages(path: os.PathLike | str) -> bool:
     """Whether parsing will OCR any page: the same test, reading text only on pages with images."""
-    pdf = open_pdf(Path(path))
+    with PDFIUM_LOCK:
+        pdf = open_pdf(Path(path))
     try:
         for index in range(len(pdf)):
-            page = pdf[index]
-            try:
-                images = image_boxes(page)
-                if images and is_scanned(_read_page_lines(page), images, page.get_width() * page.get_height()):
+            with PDFIUM_LOCK:  # page by page, so a preview waits for one page at most
+                if _page_is_scanned(pdf, index):
                     return True
-            finally:
-                page.close()
         return False
     finally:
-        pdf.close()
+        with PDFIUM_LOCK:
+            pdf.close()
+
+
+def _page_is_scanned(pdf: pdfium.PdfDocument, index: int) -> bool:
+    page = pdf[index]
+    try:
+        images = image_boxes(page)
+        return bool(images) and is_scanned(_read_page_lines(page), images, page.get_width() * page.get_height())
+    finally:
+        page.close()
 
 
 def parse_pdf(path: os.PathLike | str, settings: Settings,

@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pypdfium2 as pdfium
-from PIL import ImageDraw
+from PIL import Image, ImageDraw
 
+from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.errors import DocLensError
 
 log = logging.getLogger(__name__)
@@ -26,6 +27,16 @@ def render_page(pdf_path: Path, page_number: int, highlight: str, out_dir: Path)
     target = out_dir / f"p{page_number}_{key}.png"
     if target.exists():
         return target
+    with PDFIUM_LOCK:
+        image = _render_framed(pdf_path, page_number, highlight)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    partial = target.with_suffix(".part.png")
+    image.save(partial, format="PNG", optimize=True)
+    partial.replace(target)
+    return target
+
+
+def _render_framed(pdf_path: Path, page_number: int, highlight: str) -> Image.Image:
     try:
         document = pdfium.PdfDocument(str(pdf_path))
     except pdfium.PdfiumError as exc:
@@ -34,16 +45,14 @@ def render_page(pdf_path: Path, page_number: int, highlight: str, out_dir: Path)
         if not 1 <= page_number <= len(document):
             raise DocLensError(f"page {page_number} does not exist (the document has {len(document)} pages)")
         page = document[page_number - 1]
-        image = page.render(scale=PREVIEW_SCALE).to_pil().convert("RGB")
+        bitmap = page.render(scale=PREVIEW_SCALE)
+        image = bitmap.to_pil().convert("RGB")  # a copy: the bitmap is freed here, under the lock
+        bitmap.close()
         boxes = _highlight_boxes(page, highlight) if highlight.strip() else []
         _draw_frames(image, boxes, page.get_height())
+        return image
     finally:
         document.close()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    partial = target.with_suffix(".part.png")
-    image.save(partial, format="PNG", optimize=True)
-    partial.replace(target)
-    return target
 
 
 def _probes(text: str) -> list[str]:
