@@ -377,8 +377,9 @@ def has_scanned_pages(path: os.PathLike | str) -> bool:
     """Whether parsing will OCR any page: the same test, reading text only on pages with images."""
     with PDFIUM_LOCK:
         pdf = open_pdf(Path(path))
+        count = len(pdf)  # a pdfium call too
     try:
-        for index in range(len(pdf)):
+        for index in range(count):
             with PDFIUM_LOCK:  # page by page, so a preview waits for one page at most
                 if _page_is_scanned(pdf, index):
                     return True
