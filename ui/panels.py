@@ -17,14 +17,24 @@ def confidence_html(answer: Answer | None, warn_below: float) -> str:
     if answer is None:
         return f'<div class="dl-confidence dl-empty">{bi("Confidence", "置信度")}: –</div>'
     value = max(0.0, min(100.0, answer.confidence))
-    low = value < warn_below
-    warning = (f'<div class="dl-warn">⚠️ {bi("Low confidence: check the sources", "置信度低：请核对来源")}</div>'
-               if low else "")
+    # A vision answer reads the image itself: the calibrated value only covers the text passages found
+    # beside it, which questions like "what does this show?" rarely match. Say so instead of warning.
+    about_figure = answer.mode == "vision"
+    low = value < warn_below and not about_figure
+    label = bi("Text sources", "文本来源") if about_figure else bi("Confidence", "置信度")
+    if about_figure:
+        explained = bi("The answer reads the figure; this is how well the text passages match",
+                       "回答依据图片本身；此数值仅表示文本段落的匹配程度")
+        note = f'<div class="dl-note">{explained}</div>'
+    elif low:
+        note = f'<div class="dl-warn">⚠️ {bi("Low confidence: check the sources", "置信度低：请核对来源")}</div>'
+    else:
+        note = ""
     return (f'<div class="dl-confidence{" dl-low" if low else ""}">'
-            f'<div class="dl-conf-head"><span>{bi("Confidence", "置信度")}</span>'
+            f'<div class="dl-conf-head"><span>{label}</span>'
             f'<strong class="dl-conf-value">{value:.0f}%</strong></div>'
             f'<div class="dl-meter"><span style="width:{value:.0f}%"></span></div>'
-            f'{warning}<div class="dl-mode">{html.escape(answer.mode)}</div></div>')
+            f'{note}<div class="dl-mode">{html.escape(answer.mode)}</div></div>')
 
 
 def score_chart_html(sources: Sequence[Source]) -> str:

@@ -227,6 +227,8 @@ def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenA
     assert len(vision) == 1 and vision[0].body["model"] == "fake-vision"
     assert final[5]["visible"] is False and final[6] is None
     assert ">vision<" in final[3]
+    # the meter is labelled as the text passages' confidence, with no low-confidence warning
+    assert "Text sources" in final[3] and "dl-note" in final[3] and "dl-warn" not in final[3]
     run_send(service, question="再解释一下公式", lock=final[6])  # the next question goes without the figure
     assert len(fake.vision_requests()) == 1
 
