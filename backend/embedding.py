@@ -27,7 +27,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from backend.cpu import has_any_flag, usable_cpus
-from backend.embedding_int8 import Int8Runner, cpu_supports_int8
+from backend.embedding_int8 import Int8Runner, count_tokens, cpu_supports_int8
 from backend.errors import EmbeddingError
 from backend.llm import retry_after_from_headers
 from backend.settings import Settings
@@ -241,9 +241,7 @@ class SentenceTransformerEmbedder(Embedder):
     def _sort_lengths(self, texts: list[str]) -> list[int]:
         # Tokens, not characters: 400 characters are ~100 tokens of English but ~250 of Chinese.
         with self._lock:
-            encoded = self.model.tokenizer(texts, add_special_tokens=False, truncation=False,
-                                   verbose=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+            return count_tokens(self.model.tokenizer, texts)
 
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         prompt = self.prompts.get(kind) or None

@@ -148,8 +148,13 @@ def calibration_feeds(model_dir: Path, prompts: tuple[str, str]) -> list[dict[st
     feeds = []
     for text in texts:
         ids = np.asarray([tokenizer(text, truncation=True, max_length=512)["input_ids"]], dtype=np.int64)
-        feeds.append({"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)})
+        feeds.append(_model_inputs(ids, np.ones_like(ids)))
     return feeds
+
+
+def _model_inputs(input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
+    """What the converted model reads (single-segment texts: token type 0 throughout)."""
+    return dict(zip(INPUT_NAMES, (input_ids, attention_mask, np.zeros_like(input_ids))))
 
 
 def _opening(text: str) -> str:
@@ -195,9 +200,7 @@ class Int8Runner:
 
     def token_counts(self, texts: list[str]) -> list[int]:
         with self._lock:
-            encoded = self.tokenizer(texts, add_special_tokens=False, truncation=False,
-                                   verbose=False)["input_ids"]
-        return [len(ids) for ids in encoded]
+            return count_tokens(self.tokenizer, texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
@@ -205,10 +208,15 @@ class Int8Runner:
                                    pad_to_multiple_of=PAD_TO_MULTIPLE, return_tensors="np")
             input_ids = np.asarray(batch["input_ids"], dtype=np.int64)
             mask = np.asarray(batch["attention_mask"], dtype=np.int64)
-            feed = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
-            hidden = self.request.infer(feed)[self.model.outputs[0]].copy()
+            hidden = self.request.infer(_model_inputs(input_ids, mask))[self.model.outputs[0]].copy()
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
+def count_tokens(tokenizer: Any, texts: list[str]) -> list[int]:
+    """Each text's length in tokens, untruncated (a Hugging Face tokenizer; callers hold its lock)."""
+    encoded = tokenizer(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    return [len(ids) for ids in encoded]
 
 
 def _compiled(folder: Path, threads: int) -> Any:

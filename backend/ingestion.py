@@ -117,10 +117,8 @@ class Ingestor:
             progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
         return results
 
-    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel,
-                   ahead: Optional["_ReadAhead"] = None) -> IngestResult:
+    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead") -> IngestResult:
         started = time.perf_counter()
-        ahead = ahead or _ReadAhead([item], self.settings, cancel)
         try:
             result = self._ingest(kb, item, report, cancel, ahead)
         except CancelledError:
@@ -145,14 +143,14 @@ class Ingestor:
     def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead",
                      reader: Optional["_PageReader"]) -> IngestResult:
         _check_readable(item)
-        sha = file_sha256(item.path)
+        sha = reader.sha if reader is not None else file_sha256(item.path)
         duplicate = kb.registry.document_by_sha(sha)
         if duplicate is not None:
             same = "" if duplicate.file == item.name else f" as {duplicate.file}"
             return IngestResult(item.name, "duplicate", pages=duplicate.pages, ocr_pages=duplicate.ocr_pages,
                                 chunks=duplicate.chunks, figures=duplicate.figures,
                                 error=f"{item.name}: the same content is already indexed{same}; skipped")
-        # A file read ahead already has its page count: no need to open it again.
+        # A file read ahead already has its digest and page count: no need to read or open it again.
         page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
         job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
@@ -238,9 +236,10 @@ class _PageReader:
 
     _END = object()
 
-    def __init__(self, item: UploadItem, page_count: int, settings: Settings,
+    def __init__(self, item: UploadItem, sha: str, page_count: int, settings: Settings,
                  cancel: Optional[threading.Event]) -> None:
         self.item = item
+        self.sha = sha
         self.page_count = page_count
         self._settings = settings
         self._cancel = cancel
@@ -335,12 +334,13 @@ class _ReadAhead:
             return
         try:  # a file that fails these checks fails them again on its turn, with its message
             _check_readable(following)
-            if kb.registry.document_by_sha(file_sha256(following.path)) is not None:
+            sha = file_sha256(following.path)
+            if kb.registry.document_by_sha(sha) is not None:
                 return  # a duplicate is skipped on its turn: nothing to read
             page_count = inspect_pdf(following.path, self._settings)
         except Exception:
             return
-        self._reader = _PageReader(following, page_count, self._settings, self._cancel)
+        self._reader = _PageReader(following, sha, page_count, self._settings, self._cancel)
 
     def take(self, item: UploadItem) -> Optional[_PageReader]:
         """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""
