@@ -27,6 +27,7 @@ from backend.errors import CancelledError, DocLensError
 from backend.knowledge_bases import OpenKB
 from backend.settings import Settings
 from backend.store.base import ChunkRow, VectorStore
+from backend.text import text_language
 from backend.types import Chunk, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -206,7 +207,8 @@ class Ingestor:
         vectors = self.embedder.embed_passages([c.text for c in chunks], progress=on_batch)
         job.check_cancel()
         rows = [ChunkRow(id=f"{job.doc_id}:{c.chunk_index}", doc_id=job.doc_id, filename=job.item.name,
-                         page=c.page, page_end=c.page_end, chunk_index=c.chunk_index, content=c.text, vector=v)
+                         page=c.page, page_end=c.page_end, chunk_index=c.chunk_index, content=c.text, vector=v,
+                         lang=c.lang or text_language(c.text), kind=c.kind)
                 for c, v in zip(chunks, vectors)]
         batch = 256
         for start in range(0, total, batch):

@@ -34,6 +34,8 @@ class Chunk:
     page: int  # first page, 1-based
     page_end: int  # last page (== page unless the chunk crosses a page break)
     chunk_index: int
+    lang: str = ""  # "zh", "en" or "" (unknown); set at ingest from the text when the parser leaves it empty
+    kind: str = "text"  # "text", "references", "table" or "equation"
 
 
 @dataclass

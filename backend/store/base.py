@@ -31,6 +31,8 @@ class ChunkRow:
     chunk_index: int
     content: str
     vector: Optional[np.ndarray] = None
+    lang: str = ""  # "zh", "en" or "" (unknown, and every chunk of a schema-1 collection)
+    kind: str = "text"  # "text", "references", "table" or "equation"
 
 
 @dataclass

@@ -16,14 +16,16 @@ from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, Vect
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"  # 2 added lang and kind; schema-1 collections still open, read as lang "" and kind "text"
+READABLE_SCHEMAS = {"1", SCHEMA_VERSION}
 PROP_SCHEMA = "doclens.schema"
 PROP_MODEL = "doclens.embedding_model"
 PROP_DIM = "doclens.dim"
 # Works on Milvus Lite 3.x, Lite 2.5 and the server: Chinese words via jieba, English words kept.
 ANALYZER = {"tokenizer": "jieba", "filter": ["cnalphanumonly"]}
 MAX_CONTENT = 65535
-OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
+LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
+OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
 REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
 INSERT_BATCH = 256
 QUERY_BATCH = 1000
@@ -57,6 +59,7 @@ class MilvusStore(VectorStore):
         self.uri = uri
         self.index_type = index_type
         self._loaded: set[str] = set()
+        self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
         self._lock = threading.RLock()
         self._client = self._connect(uri, token)
 
@@ -101,8 +104,12 @@ class MilvusStore(VectorStore):
             return None
         props = desc.get("properties") or {}
         fields = {f["name"]: f for f in desc.get("fields", [])}
-        if props.get(PROP_SCHEMA) != SCHEMA_VERSION or not REQUIRED_FIELDS <= set(fields):
+        if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not REQUIRED_FIELDS <= set(fields):
             return None
+        if "lang" in fields:
+            self._legacy.discard(name)
+        else:
+            self._legacy.add(name)
         dim = int((fields["dense"].get("params") or {}).get("dim", 0))
         return CollectionInfo(name=name, dim=dim, embedding_model=str(props.get(PROP_MODEL, "")))
 
@@ -127,6 +134,8 @@ class MilvusStore(VectorStore):
         schema.add_field("page", DataType.INT64)
         schema.add_field("page_end", DataType.INT64)
         schema.add_field("chunk_index", DataType.INT64)
+        schema.add_field("lang", DataType.VARCHAR, max_length=8)
+        schema.add_field("kind", DataType.VARCHAR, max_length=16)
         schema.add_field("content", DataType.VARCHAR, max_length=MAX_CONTENT, enable_analyzer=True,
                          analyzer_params=ANALYZER)
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
@@ -142,6 +151,8 @@ class MilvusStore(VectorStore):
     def rename_collection(self, old: str, new: str) -> None:
         self._call(f"rename collection {old}", self._client.rename_collection, old, new)
         self._loaded.discard(old)
+        if old in self._legacy:
+            self._legacy.add(new)
 
     def drop_collection(self, name: str) -> None:
         self._call(f"drop collection {name}", self._client.drop_collection, name)
@@ -152,6 +163,7 @@ class MilvusStore(VectorStore):
         with self._lock:
             if name in self._loaded:
                 return
+            self._collection_info(name)  # learns whether it is a schema-1 collection
             self._call(f"load collection {name}", self._client.load_collection, name)
             self._loaded.add(name)
 
@@ -165,7 +177,7 @@ class MilvusStore(VectorStore):
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None:
         self.load(name)
         for start in range(0, len(rows), INSERT_BATCH):
-            batch = [_row_to_entity(r) for r in rows[start:start + INSERT_BATCH]]
+            batch = [_row_to_entity(r, legacy=name in self._legacy) for r in rows[start:start + INSERT_BATCH]]
             self._call(f"insert into {name}", self._client.insert, name, batch)
 
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None:
@@ -183,7 +195,7 @@ class MilvusStore(VectorStore):
             params["params"] = {"ef": max(64, limit)}
         result = self._call(f"search {name}", self._client.search, name,
                             data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="dense",
-                            limit=limit, output_fields=OUTPUT_FIELDS, filter=filter_expression(where),
+                            limit=limit, output_fields=self._output_fields(name), filter=filter_expression(where),
                             search_params=params)
         return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
@@ -193,7 +205,7 @@ class MilvusStore(VectorStore):
             return []
         self.load(name)
         result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
-                            anns_field="sparse", limit=limit, output_fields=OUTPUT_FIELDS,
+                            anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
                             filter=filter_expression(where), search_params={"metric_type": "BM25"})
         return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
@@ -212,7 +224,7 @@ class MilvusStore(VectorStore):
         offset = 0
         while True:
             batch = self._call(f"read chunks of {name}", self._client.query, name, filter=expr,
-                               output_fields=OUTPUT_FIELDS, limit=QUERY_BATCH, offset=offset)
+                               output_fields=self._output_fields(name), limit=QUERY_BATCH, offset=offset)
             rows.extend(_entity_to_row(e) for e in batch)
             offset += len(batch)
             if len(batch) < QUERY_BATCH or (limit and len(rows) >= limit):
@@ -221,6 +233,9 @@ class MilvusStore(VectorStore):
         return rows[:limit] if limit else rows
 
     # -- helpers ------------------------------------------------------------------------------
+
+    def _output_fields(self, name: str) -> list[str]:
+        return LEGACY_OUTPUT_FIELDS if name in self._legacy else OUTPUT_FIELDS
 
     def _call(self, what: str, fn, *args, **kwargs):
         try:
@@ -232,12 +247,15 @@ class MilvusStore(VectorStore):
         return self.uri if self.uri.startswith(("http", "tcp", "grpc")) else f"Lite store {self.uri}"
 
 
-def _row_to_entity(row: ChunkRow) -> dict[str, Any]:
+def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
     if row.vector is None:
         raise StoreError(f"chunk {row.id} of {row.filename} has no vector")
-    return {"id": row.id, "doc_id": row.doc_id, "filename": row.filename[:1024], "page": int(row.page),
-            "page_end": int(row.page_end), "chunk_index": int(row.chunk_index),
-            "content": _fit_varchar(row.content), "dense": np.asarray(row.vector, dtype=np.float32).tolist()}
+    entity = {"id": row.id, "doc_id": row.doc_id, "filename": row.filename[:1024], "page": int(row.page),
+              "page_end": int(row.page_end), "chunk_index": int(row.chunk_index),
+              "content": _fit_varchar(row.content), "dense": np.asarray(row.vector, dtype=np.float32).tolist()}
+    if not legacy:
+        entity.update(lang=row.lang[:8], kind=row.kind[:16])
+    return entity
 
 
 def _fit_varchar(text: str) -> str:
@@ -249,7 +267,8 @@ def _fit_varchar(text: str) -> str:
 def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
     return ChunkRow(id=entity["id"], doc_id=entity["doc_id"], filename=entity["filename"],
                     page=int(entity["page"]), page_end=int(entity["page_end"]),
-                    chunk_index=int(entity["chunk_index"]), content=entity["content"])
+                    chunk_index=int(entity["chunk_index"]), content=entity["content"],
+                    lang=entity.get("lang") or "", kind=entity.get("kind") or "text")
 
 
 def _short(exc: Exception) -> str:

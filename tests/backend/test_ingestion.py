@@ -129,6 +129,7 @@ def test_file_and_folder_ingest(service, kb, data_dir, tmp_path):
     assert all(1 <= r.page <= r.page_end <= 2 for r in rows)
     assert {p for r in rows for p in range(r.page, r.page_end + 1)} == {1, 2}  # every page is in a chunk
     assert all(r.filename == PHYSICS.name for r in rows)
+    assert all(r.lang == "zh" for r in rows)  # the language is stored with every chunk
 
     figures = service.figures(kb)
     assert len(figures) == sum(d.figures for d in docs) > 0

@@ -139,3 +139,34 @@ def test_unreachable_server_is_one_clear_line():
     uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     with pytest.raises(StoreError, match=f"cannot reach Milvus at {uri}"):
         MilvusStore(uri)
+
+
+def test_language_and_kind_are_stored(store):
+    store.create_collection("kb_6c", DIM, "m")
+    stored = rows("d1", ["参考文献 [1] 张三", "energy conservation"])
+    stored[0].lang, stored[0].kind = "zh", "references"
+    stored[1].lang = "en"
+    store.insert("kb_6c", stored)
+    found = {h.row.id: (h.row.lang, h.row.kind) for h in store.dense_search("kb_6c", vec(0), 5)}
+    assert found == {"d1:0": ("zh", "references"), "d1:1": ("en", "text")}
+
+
+def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
+    # Knowledge bases made before lang/kind existed: listed, searchable, writable; read as unknown language.
+    uri = str(tmp_path / "milvus.db")
+    old = MilvusStore(uri)
+    schema = old._schema(DIM)
+    schema.fields[:] = [f for f in schema.fields if f.name not in ("lang", "kind")]
+    index = old._client.prepare_index_params()
+    index.add_index("dense", **old._dense_index())
+    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    old._client.create_collection("kb_6f6c64", schema=schema, index_params=index,
+                                  properties={"doclens.schema": "1", "doclens.embedding_model": "m",
+                                              "doclens.dim": str(DIM)})
+    old.close()
+    reopened = MilvusStore(uri)
+    assert [i.name for i in reopened.list_collections()] == ["kb_6f6c64"]
+    reopened.insert("kb_6f6c64", rows("d1", ["legacy energy text"]))
+    [hit] = reopened.keyword_search("kb_6f6c64", "legacy", 5)
+    assert (hit.row.id, hit.row.lang, hit.row.kind) == ("d1:0", "", "text")
+    reopened.close()
