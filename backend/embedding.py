@@ -29,7 +29,7 @@ import numpy as np
 from backend.cpu import has_any_flag, usable_cpus
 from backend.embedding_int8 import Int8Runner, count_tokens, cpu_supports_int8
 from backend.errors import EmbeddingError
-from backend.llm import retry_after_from_headers
+from backend.openai_compat import retry_after_from_headers
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
