@@ -14,7 +14,9 @@ import pytest
 
 from backend.embedding import DEFAULT_BUNDLED, Embedder, clean_text, create_embedder, embedding_model_id
 from backend.embedding.bundled import BUILD_MARKER, bundled_model_dir, ensure_bundled_model
+from backend.documents.pdf import parse_pdf
 from backend.errors import EmbeddingError
+from tests.backend.documents.pdf_fixtures import write_math_italic_pdf
 from tests.conftest import MODEL_CACHE, make_settings
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, embedding_for
 
@@ -161,6 +163,15 @@ def test_texts_from_real_papers_that_broke_the_tokenizer_are_embedded(f32: Embed
         np.testing.assert_allclose(vectors[:2], embedder.embed_passages(RECOMBINED_TEXTS), atol=1e-6)
         np.testing.assert_allclose(vectors[-1], embedder.embed_passages(["42"])[0], atol=1e-6)
         _assert_unit_rows(embedder.embed_queries([SURROGATE_TEXTS[0]]), 1, 384)
+
+
+def test_a_generated_pdf_with_math_italic_letters_is_embedded(f32: Embedder, tmp_path: Path) -> None:
+    """The same failure from a real (generated) PDF, through the real text extraction."""
+    line = "The mean (\U0001d707) and standard deviation (\U0001d70e) of the similarities."
+    pdf = write_math_italic_pdf(tmp_path / "math.pdf", line)
+    [page] = parse_pdf(pdf, make_settings(tmp_path / "data"))
+    vectors = f32.embed_passages([page.text])
+    np.testing.assert_allclose(vectors, f32.embed_passages([line]), atol=1e-6)
 
 
 def test_clean_text_keeps_ordinary_text_exactly() -> None:
