@@ -63,7 +63,7 @@ class OpenAIEmbedder(BatchedEmbedder):
         try:
             vectors = np.asarray([row.embedding for row in rows], dtype=np.float32)
         except (TypeError, ValueError):
-            vectors = np.empty(0)
+            vectors = np.empty(0, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[1] == 0:
             raise self._error("answered vectors that are not lists of numbers of one length")
         return vectors

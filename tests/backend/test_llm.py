@@ -98,7 +98,8 @@ def test_vision_sends_image_as_data_url_to_vision_model(tmp_path: Path, fake: Fa
 # ---------------------------------------------------------------- failures (the transport's own tests: test_openai_compat.py)
 
 
-def test_failures_are_llm_errors_with_the_status_and_without_the_key(tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_failures_are_llm_errors_with_their_status_and_without_the_key(tmp_path: Path,
+                                                                        fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
     fake.fail_next(401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}"}})
     with pytest.raises(LLMStatusError) as caught:

@@ -390,7 +390,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send_json(200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": self.fake.finish_reason}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": self.fake.finish_reason}],
             "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4),
                       "total_tokens": 10 + max(1, len(text) // 4)},
         }, drip=fault.chunk_delay if fault else 0.0)
