@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 from backend.errors import LLMError
-from backend.llm import LLMClient
+from backend.llm import LLMClient, LLMCutOff
 from backend.types import Answer, Figure, Source
 
 logger = logging.getLogger(__name__)
@@ -249,10 +249,13 @@ def answer_stream(llm: Optional[LLMClient], question: str, sources: Sequence[Sou
         return
     text = ""
     failure: Optional[LLMError] = None
+    cut_off: Optional[LLMCutOff] = None
     try:
         for delta in llm.stream_chat(build_prompt(question, numbered, history, language)):
             text += delta
             yield AnswerUpdate(text=text, delta=delta)
+    except LLMCutOff as exc:  # what arrived is kept, marked as incomplete
+        cut_off = exc
     except LLMError as exc:
         failure = exc
     if failure is not None or not text.strip():
@@ -261,7 +264,16 @@ def answer_stream(llm: Optional[LLMClient], question: str, sources: Sequence[Sou
         yield _final(extractive_answer(question, numbered, confidence, model_failed_notice(reason),
                                        searched_question=searched))
         return
-    yield _final(_llm_answer(text, numbered, confidence, searched))
+    answer = _llm_answer(text, numbered, confidence, searched)
+    yield _final(_marked_cut_off(answer, cut_off.reason) if cut_off else answer)
+
+
+def _marked_cut_off(answer: Answer, reason: str) -> Answer:
+    """The text ends in "…" and the notice says the model's answer stops short."""
+    notice = f"The model's answer was cut off ({reason}), so it may be incomplete."
+    answer.answer = answer.answer.rstrip() + " …"
+    answer.notice = f"{notice} {answer.notice}".strip()
+    return answer
 
 
 def answer_question(llm: Optional[LLMClient], question: str, sources: Sequence[Source], confidence: float,

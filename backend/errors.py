@@ -31,3 +31,12 @@ class LLMError(DocLensError):
 
 class CancelledError(DocLensError):
     """The user cancelled a long-running operation."""
+
+
+def one_line(value: object, limit: int = 200) -> str:
+    """A message or exception as one line of at most ``limit`` characters, for errors and logs.
+
+    An exception gives its ``message`` attribute (SDK errors) or its text, else its class name."""
+    text = str(getattr(value, "message", None) or value) if isinstance(value, BaseException) else str(value)
+    text = " ".join(text.split()) or (type(value).__name__ if isinstance(value, BaseException) else "")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -12,6 +12,7 @@ from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from backend.errors import StoreError
+from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
 
 log = logging.getLogger(__name__)
@@ -269,11 +270,6 @@ def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
                     page=int(entity["page"]), page_end=int(entity["page_end"]),
                     chunk_index=int(entity["chunk_index"]), content=entity["content"],
                     lang=entity.get("lang") or "", kind=entity.get("kind") or "text")
-
-
-def _short(exc: Exception) -> str:
-    message = getattr(exc, "message", None) or str(exc)
-    return message.strip().splitlines()[0][:300] if message else exc.__class__.__name__
 
 
 def _is_lite(uri: str) -> bool:

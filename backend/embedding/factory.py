@@ -1,0 +1,97 @@
+"""Choosing, loading and sharing embedders: one per configuration and process."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import threading
+
+from backend.embedding.base import BUNDLED_PREFIX, DEFAULT_BUNDLED, OPENAI_PREFIX, Dtype, Embedder
+from backend.embedding.bundled import bundled_name
+from backend.embedding.int8 import cpu_supports_int8
+from backend.errors import EmbeddingError
+from backend.settings import Settings
+
+log = logging.getLogger(__name__)
+
+_CACHE: dict[tuple, Embedder] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def embedding_model_id(settings: Settings) -> str:
+    """The model id a knowledge base records, without loading anything."""
+    model = settings.embedding.model.strip()
+    if settings.embedding.provider == "openai":
+        return f"{OPENAI_PREFIX}{model}"
+    if model.startswith(BUNDLED_PREFIX):
+        return BUNDLED_PREFIX + bundled_name(model)
+    return model
+
+
+def create_embedder(settings: Settings) -> Embedder:
+    """The embedder for these settings, loaded once per process and shared between threads."""
+    key = _cache_key(settings)
+    with _CACHE_LOCK:  # held while loading: a second caller waits and then shares the model
+        embedder = _CACHE.get(key)
+        if embedder is None:
+            embedder = _load_embedder(settings)
+            _CACHE[key] = embedder
+        return embedder
+
+
+def clear_embedder_cache() -> None:
+    with _CACHE_LOCK:
+        _CACHE.clear()
+
+
+def resolve_dtype(setting: str, model: str = DEFAULT_BUNDLED) -> Dtype:
+    """auto: int8 (OpenVINO) for the bundled model on CPUs with VNNI, else bfloat16 or float32."""
+    from backend.embedding.local import float_dtype
+
+    bundled = model.strip().startswith(BUNDLED_PREFIX)
+    if setting == "auto":
+        return "int8" if bundled and cpu_supports_int8() else float_dtype()
+    if setting == "int8" and not bundled:
+        raise EmbeddingError(f"embedding.dtype int8 is available for the bundled model only, not {model!r}; "
+                             f"use auto, float32 or bfloat16")
+    if setting not in ("float32", "bfloat16", "int8"):
+        raise EmbeddingError(f"embedding.dtype {setting!r}: expected auto, float32, bfloat16 or int8")
+    return setting  # type: ignore[return-value]
+
+
+def _cache_key(settings: Settings) -> tuple:
+    e = settings.embedding
+    if e.provider == "openai":
+        from backend.embedding.openai_api import openai_base_url
+
+        key = e.api_key.get_secret_value() if e.api_key else ""
+        key_digest = hashlib.sha256(key.encode()).hexdigest()  # a changed key needs a new client
+        return ("openai", e.model, "", openai_base_url(settings), e.batch_size, e.dim, e.timeout,
+                settings.llm.max_retries, settings.llm.qps, key_digest)
+    cache_dir = str(settings.model_cache_dir) if e.model.startswith(BUNDLED_PREFIX) else ""
+    return ("sentence_transformers", e.model, resolve_dtype(e.dtype, e.model), "", e.batch_size,
+            e.max_seq_length, cache_dir)
+
+
+def _load_embedder(settings: Settings) -> Embedder:
+    # Each backend's module is imported only when it is used: torch, openvino and openai are heavy.
+    if settings.embedding.provider == "openai":
+        from backend.embedding.openai_api import OpenAIEmbedder
+
+        return OpenAIEmbedder(settings)
+    from backend.embedding.local import SentenceTransformerEmbedder, float_dtype
+
+    model_id = embedding_model_id(settings)
+    dtype = resolve_dtype(settings.embedding.dtype, settings.embedding.model)
+    if dtype != "int8":
+        return SentenceTransformerEmbedder.load(settings, model_id, dtype)
+    try:
+        from backend.embedding.int8 import Int8Embedder
+
+        return Int8Embedder.load(settings, model_id)
+    except EmbeddingError as exc:
+        if settings.embedding.dtype != "auto":
+            raise
+        fallback = float_dtype()
+        log.warning("%s; embedding with %s instead", exc, fallback)
+        return SentenceTransformerEmbedder.load(settings, model_id, fallback)
