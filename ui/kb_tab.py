@@ -215,6 +215,7 @@ class KBHandlers:
         try:
             paths, names = self.uploads.admit(files)
         except UploadRefused as exc:
+            log.info("KB tab upload refused: %s", exc)
             return warning_md(str(exc)), gr.skip(), gr.skip()
         if not paths:
             return warning_md(bi("Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(), gr.skip()

@@ -71,11 +71,10 @@ class ReceivedUploads:
         for path, name in entries:
             real = Path(os.path.realpath(path))
             if os.path.abspath(path) not in received or not real.is_relative_to(root) or not real.is_file():
-                log.info("web upload refused: a file entry was not received by this server's upload")
-                self.discard(p for p, _ in entries)
+                self.discard(p for p, _ in entries)  # the caller logs the refusal (one line)
                 raise UploadRefused(NOT_RECEIVED)
             paths.append(real)
-            names.append(Path(name.replace("\\", "/")).name or real.name)
+            names.append(Path(name).name or real.name)
         return paths, names
 
     def discard(self, paths: Iterable[Any]) -> None:

@@ -21,7 +21,9 @@ from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
                                wait_until_serving)
-from ui.web_files import NOT_RECEIVED
+from backend.errors import DocLensError
+from ui.kb_tab import eval_inputs
+from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused
 
 pytestmark = pytest.mark.slow
 
@@ -168,6 +170,47 @@ def test_evaluation_reads_only_the_operators_bench_folder(indexed: RunningApp, t
     event, report = Web(indexed.url).call("kb_eval", KB, str(qa), str(SAMPLE_PDF.parent), False, ["dense"], 1)
     assert event == "complete"
     assert "bench folder" in report and "ui.eval_dir" in report, report
+
+
+def test_links_and_folders_in_the_upload_folder_are_refused(tmp_path: Path) -> None:
+    import gradio as gr
+
+    upload_dir, outside = tmp_path / "gradio", tmp_path / "outside"
+    (upload_dir / "a1").mkdir(parents=True)
+    outside.mkdir()
+    shutil.copyfile(SAMPLE_PDF, outside / "secret.pdf")
+    link = upload_dir / "a1" / "x.pdf"
+    link.symlink_to(outside / "secret.pdf")
+    received = upload_dir / "b2" / "ok.pdf"
+    received.parent.mkdir()
+    shutil.copyfile(SAMPLE_PDF, received)
+    blocks = gr.Blocks()
+    blocks.upload_file_set.update({str(link), str(upload_dir / "a1"), str(received)})  # as if received
+    gate = ReceivedUploads(blocks, upload_dir)
+    for entry in (link, upload_dir / "a1"):
+        with pytest.raises(UploadRefused, match="not received"):
+            gate.admit([file_data(str(entry)), file_data(str(received))])
+    assert (outside / "secret.pdf").exists(), "a link's target outside the upload folder is never deleted"
+    assert not received.exists(), "a refused request's own uploads are discarded too"
+
+
+def test_evaluation_paths_stay_inside_the_bench_folder(tmp_path: Path) -> None:
+    bench, outside = tmp_path / "bench", tmp_path / "outside"
+    (bench / "set").mkdir(parents=True)
+    outside.mkdir()
+    (bench / "set" / "qa.jsonl").write_text("{}\n", encoding="utf-8")
+    (outside / "qa.jsonl").write_text("{}\n", encoding="utf-8")
+    (bench / "escape.jsonl").symlink_to(outside / "qa.jsonl")
+    assert eval_inputs(str(bench), "set/qa.jsonl", "") == ((bench / "set" / "qa.jsonl").resolve(),
+                                                            (bench / "set").resolve())
+    refused = []
+    for typed in (str(outside / "qa.jsonl"), "../outside/qa.jsonl", "escape.jsonl", "set/missing.jsonl"):
+        with pytest.raises(DocLensError) as error:
+            eval_inputs(str(bench), typed, "")
+        refused.append(str(error.value).replace(typed, "<typed>"))
+    assert len(set(refused)) == 1 and "not found in the bench folder" in refused[0]
+    with pytest.raises(DocLensError, match="ui.eval_dir"):
+        eval_inputs("", "set/qa.jsonl", "")
 
 
 # ---------------------------------------------------------------- items 1 and 14: uploads are used once
