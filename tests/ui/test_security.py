@@ -160,6 +160,8 @@ def test_upload_refuses_files_gradio_did_not_receive(indexed: RunningApp, tmp_pa
     for endpoint in ("upload", "kb_upload"):  # the API and the KB tab's event
         event, result = web.call(endpoint, KB, [file_data(str(planted), "planted.pdf")])
         assert NOT_RECEIVED in (result if event == "error" else result[0]), result
+    assert planted.exists(), "a file the upload did not receive is not ours to delete"
+    shutil.rmtree(planted.parent)
     assert [d["file"] for d in web.call("documents", KB)[1]] == before, "nothing from the server was indexed"
     assert (folder / "secret.pdf").exists(), "refusing never deletes files outside the upload folder"
 
