@@ -196,7 +196,8 @@ class ChatHandlers:
         except Exception as exc:
             gr.Warning(error_text(exc, "show the page"))
             return gr.skip()
-        return gr.update(value=self.shown.show(path), label=f"{source['file']} · p{source['page']}", visible=True)
+        return gr.update(value=self.shown.show(path), label=f"{source['file']} · p{source['page']}",
+                         visible=True)
 
     def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData) -> tuple:
         """Outputs: lock row, chip text, lock state."""
@@ -251,7 +252,8 @@ def build_chat_tab(service: DocLens, llm_profile: Optional[gr.State] = None) -> 
                                  elem_id="figure-gallery", columns=3, height=220, allow_preview=False,
                                  object_fit="contain", interactive=False, fit_columns=False)
 
-    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, *([llm_profile] if llm_profile else [])]
+    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
+    ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources]
     for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):
         trigger(handlers.send, ask_inputs, ask_outputs, api_name=api_name, api_visibility="undocumented",
