@@ -291,11 +291,12 @@ def ask_from_page(web: Web, question: str) -> list:
     return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, None))
 
 
-def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat") -> list:
+def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat",
+                    timeout: float = 30) -> list:
     """The Settings tab's Apply (llm url, model, vision model, key, embedding provider, model, url, key,
-    OCR engine, session profile)."""
+    OCR engine, timeout, session profile)."""
     return outputs(web.queue("settings_apply", llm_url, model, "", key, "sentence_transformers",
-                             "bundled:multilingual-e5-small", "", "", "rapidocr", None))
+                             "bundled:multilingual-e5-small", "", "", "rapidocr", timeout, None))
 
 
 def bearer(request) -> str:
@@ -319,10 +320,13 @@ def test_a_session_model_gets_no_operator_key_and_changes_nobody_else(indexed: R
         assert all(r.body.get("model") != "session-chat" for r in operator_fake.chat_requests())
 
 
-def test_settings_are_checked_like_the_config_file(indexed: RunningApp) -> None:
-    status = apply_from_page(Web(indexed.url), "not a url")[0]
+@pytest.mark.parametrize("url, timeout, variable, value", [("not a url", 30, "DOCLENS_LLM_BASE_URL", "not a url"),
+                                                           ("", -1, "DOCLENS_LLM_TIMEOUT", "-1")])
+def test_settings_are_checked_like_the_config_file(indexed: RunningApp, url: str, timeout: float, variable: str,
+                                                   value: str) -> None:
+    status = apply_from_page(Web(indexed.url), url, timeout=timeout)[0]
     with pytest.raises(SettingsError) as from_config:
-        load_settings(environ={"DOCLENS_LLM_BASE_URL": "not a url"})
+        load_settings(environ={variable: value})
     assert str(from_config.value) in status and "Applied" not in status, status
 
 
