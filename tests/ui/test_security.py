@@ -16,12 +16,11 @@ from typing import Any, Iterator, Optional
 import httpx
 import pytest
 
-from backend.errors import SettingsError
+from backend.errors import DocLensError, SettingsError
 from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
                                wait_until_serving)
-from backend.errors import DocLensError
 from ui.kb_tab import eval_inputs
 from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused
 
