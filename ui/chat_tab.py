@@ -9,11 +9,13 @@ from typing import Any, Iterator, Optional
 import gradio as gr
 
 from backend.service import DocLens
+from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui import panels
 from ui.common import (ALL_DOCUMENTS, bi, doc_filter_dropdown, document_files, error_text, kb_dropdown,
                        selected_file, warning_md)
 from ui.latex import LATEX_DELIMITERS, protect_currency
+from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger("doclens.ui")
 
@@ -75,8 +77,9 @@ def source_state(sources: list[Source]) -> list[dict[str, Any]]:
 class ChatHandlers:
     """Event handlers: plain methods over the service, so each is easy to read and to test."""
 
-    def __init__(self, service: DocLens):
+    def __init__(self, service: DocLens, shown: Optional[ShownFiles] = None):
         self.service = service
+        self.shown = shown or shown_files()  # images reach the page only through this narrow folder
 
     # -- page and knowledge-base refresh -------------------------------------------------------
 
@@ -103,8 +106,10 @@ class ChatHandlers:
         except Exception as exc:
             log.warning("figures of %r: %s", kb, error_text(exc, "list figures"))
             return gr.update(value=[]), []
-        return (gr.update(value=[(f.path, self.figure_caption(f)) for f in figures]),
-                [{"id": f.id, "page": f.page, "file": f.file} for f in figures])
+        shown = [(f, self.shown.show(f.path)) for f in figures]
+        shown = [(f, path) for f, path in shown if path]
+        return (gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
+                [{"id": f.id, "page": f.page, "file": f.file} for f, _ in shown])
 
     @staticmethod
     def figure_caption(figure: Figure) -> str:
@@ -123,9 +128,10 @@ class ChatHandlers:
     # -- asking ---------------------------------------------------------------------------------
 
     def send(self, question: str, kb: Optional[str], doc_filter: Optional[str], messages: list[Any],
-             turns: list[dict[str, str]], lock: Optional[dict[str, Any]]) -> Iterator[tuple]:
+             turns: list[dict[str, str]], lock: Optional[dict[str, Any]],
+             llm_profile: Optional[LLMSettings] = None) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
-        state, turns, last sources."""
+        state, turns, last sources. ``llm_profile``: the session's own model (Settings tab), if any."""
         question = (question or "").strip()
         skip = gr.skip()
         if not question:
@@ -145,7 +151,7 @@ class ChatHandlers:
         try:
             for update in self.service.ask_stream(kb, question, history=list(turns or []),
                                                   doc=selected_file(doc_filter),
-                                                  figure_id=(lock or {}).get("id")):
+                                                  figure_id=(lock or {}).get("id"), llm_profile=llm_profile):
                 if isinstance(update, Answer):
                     answer = update
                     continue
@@ -190,7 +196,8 @@ class ChatHandlers:
         except Exception as exc:
             gr.Warning(error_text(exc, "show the page"))
             return gr.skip()
-        return gr.update(value=str(path), label=f"{source['file']} · p{source['page']}", visible=True)
+        return gr.update(value=self.shown.show(path), label=f"{source['file']} · p{source['page']}",
+                         visible=True)
 
     def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData) -> tuple:
         """Outputs: lock row, chip text, lock state."""
@@ -204,7 +211,7 @@ class ChatHandlers:
         return gr.update(visible=False), None
 
 
-def build_chat_tab(service: DocLens) -> ChatTab:
+def build_chat_tab(service: DocLens, llm_profile: Optional[gr.State] = None) -> ChatTab:
     handlers = ChatHandlers(service)
     turns = gr.State([])
     last_sources = gr.State([])
@@ -246,6 +253,7 @@ def build_chat_tab(service: DocLens) -> ChatTab:
                                  object_fit="contain", interactive=False, fit_columns=False)
 
     ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
+    ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources]
     for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):
         trigger(handlers.send, ask_inputs, ask_outputs, api_name=api_name, api_visibility="undocumented",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,9 +11,11 @@ from typing import Any, Optional, Sequence
 
 import gradio as gr
 
+from backend.errors import DocLensError
 from backend.service import DocLens
 from backend.types import IngestResult, ProgressEvent
 from ui.common import bi, document_files, error_text, kb_dropdown, kb_names, pick, warning_md
+from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 
 log = logging.getLogger("doclens.ui")
 
@@ -64,19 +67,34 @@ def session_key(request: Optional[gr.Request]) -> str:
 
 
 def uploaded_files(files: Any) -> tuple[list[Path], list[str]]:
-    """Temp paths and the user's original file names, from raw FileData dicts or plain paths."""
-    paths, names = [], []
-    for item in files or []:
-        if isinstance(item, dict):
-            path = item.get("path") or ""
-            name = item.get("orig_name") or Path(path).name
-        else:
-            path = str(item)
-            name = getattr(item, "orig_name", None) or Path(path).name
-        if path:
-            paths.append(Path(path))
-            names.append(Path(name).name)
-    return paths, names
+    """Paths and the user's original file names, from raw FileData dicts or plain paths (not checked:
+    web handlers go through ``ReceivedUploads.admit``)."""
+    entries = file_entries(files)
+    return [Path(path) for path, _ in entries], [Path(name).name for _, name in entries]
+
+
+def eval_inputs(root_setting: str, qa_path: str, docs_dir: str) -> tuple[Path, Path]:
+    """The QA file and PDF folder a web user asked for, only inside the operator's bench folder
+    (``ui.eval_dir``); the same message whether a path outside it exists or not."""
+    if not root_setting.strip():
+        raise DocLensError("evaluation from the web page reads only the bench folder the operator sets in "
+                           "ui.eval_dir (DOCLENS_UI_EVAL_DIR); it is not set. Run `main.py eval` instead.")
+    root = Path(os.path.realpath(Path(root_setting).expanduser()))
+    qa = _inside(root, qa_path)
+    if qa is None or not qa.is_file():
+        raise DocLensError(f"QA file not found in the bench folder: {(qa_path or '').strip()}")
+    docs = _inside(root, docs_dir) if (docs_dir or "").strip() else qa.parent
+    if docs is None or not docs.is_dir():
+        raise DocLensError(f"PDF folder not found in the bench folder: {(docs_dir or '').strip()}")
+    return qa, docs
+
+
+def _inside(root: Path, typed: str) -> Optional[Path]:
+    typed = (typed or "").strip()
+    if not typed:
+        return None
+    real = Path(os.path.realpath(root / typed))  # an absolute path replaces root, then must lie inside it
+    return real if real.is_relative_to(root) else None
 
 
 def progress_text(event: ProgressEvent) -> str:
@@ -113,9 +131,10 @@ def dict_markdown(report: dict[str, Any]) -> str:
 
 
 class KBHandlers:
-    def __init__(self, service: DocLens):
+    def __init__(self, service: DocLens, uploads: Optional[ReceivedUploads] = None):
         self.service = service
         self.cancel_flags = CancelFlags()
+        self.uploads = uploads or ReceivedUploads()  # without the running Blocks nothing counts as received
 
     # -- knowledge bases ------------------------------------------------------------------------
 
@@ -191,9 +210,13 @@ class KBHandlers:
                progress: gr.Progress = gr.Progress()) -> tuple:
         """Outputs: ingest status, documents table, file picker. Runs with preprocess=False: ``files``
         are FileData dicts, which carry the user's original names."""
-        paths, names = uploaded_files(files)
-        if not kb:
+        if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
             return warning_md(bi("Choose or create a knowledge base first.", "请先选择或创建知识库。")), gr.skip(), gr.skip()
+        try:
+            paths, names = self.uploads.admit(files)
+        except UploadRefused as exc:
+            log.info("KB tab upload refused: %s", exc)
+            return warning_md(str(exc)), gr.skip(), gr.skip()
         if not paths:
             return warning_md(bi("Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(), gr.skip()
         cancel = self.cancel_flags.fresh(session_key(request))
@@ -206,6 +229,8 @@ class KBHandlers:
             results = self.service.ingest(kb, paths, progress=on_progress, cancel=cancel, display_names=names)
         except Exception as exc:
             return warning_md(error_text(exc, "add the documents")), self.documents_table(kb), self.file_choices(kb)
+        finally:
+            self.uploads.discard(paths)  # indexed or refused: the upload's copy is not needed any more
         return results_markdown(results), self.documents_table(kb), self.file_choices(kb)
 
     def cancel_upload(self, request: gr.Request) -> str:
@@ -227,10 +252,10 @@ class KBHandlers:
 
     def evaluate(self, kb: Optional[str], qa_path: str, docs_dir: str, use_current_kb: bool, modes: list[str],
                  limit: float, progress: gr.Progress = gr.Progress()) -> str:
-        qa = Path((qa_path or "").strip()).expanduser()
-        if not qa.is_file():
-            return warning_md(bi(f"QA file not found: {qa}", f"找不到问答文件：{qa}"))
-        docs = Path((docs_dir or "").strip()).expanduser() if (docs_dir or "").strip() else qa.parent
+        try:
+            qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
+        except DocLensError as exc:
+            return warning_md(str(exc))
 
         def on_progress(event: ProgressEvent) -> None:
             progress(event.fraction if event.file_count else 0.0, desc=event.message or event.stage)
@@ -244,8 +269,8 @@ class KBHandlers:
             return warning_md(error_text(exc, "run the evaluation"))
 
 
-def build_kb_tab(service: DocLens) -> KBTab:
-    handlers = KBHandlers(service)
+def build_kb_tab(service: DocLens, uploads: Optional[ReceivedUploads] = None) -> KBTab:
+    handlers = KBHandlers(service, uploads)
     choices = kb_names(service)
     with gr.Row(elem_classes="dl-kb-row"):
         kb_active = gr.Dropdown(label=bi("Active knowledge base", "当前知识库"), choices=choices,
@@ -289,9 +314,10 @@ def build_kb_tab(service: DocLens) -> KBTab:
             run_selftest = gr.Button(bi("Run self-test", "运行自测"), elem_id="selftest-run", scale=1,
                                      min_width=140)
         with gr.Row(elem_classes="dl-kb-row"):
-            qa_path = gr.Textbox(label=bi("QA file (.jsonl on the server)", "问答文件（服务器上的 .jsonl）"),
+            qa_path = gr.Textbox(label=bi("QA file (.jsonl in the bench folder)", "问答文件（评测文件夹中的 .jsonl）"),
                                  elem_id="eval-qa", scale=3, min_width=220)
-            docs_dir = gr.Textbox(label=bi("PDF folder (default: beside the QA file)", "PDF 文件夹"),
+            docs_dir = gr.Textbox(label=bi("PDF folder in the bench folder (default: beside the QA file)",
+                                           "评测文件夹中的 PDF 文件夹"),
                                   elem_id="eval-docs", scale=3, min_width=220)
         with gr.Row(elem_classes="dl-kb-row"):
             modes = gr.CheckboxGroup(EVAL_MODES, value=EVAL_MODES, label=bi("Modes", "模式"), scale=3)

@@ -28,6 +28,7 @@ from ui.common import ALL_DOCUMENTS, error_text
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
+from ui.web_files import ReceivedUploads
 
 KB = "physics"
 EMPTY_KB = "empty"
@@ -252,7 +253,8 @@ def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> N
 def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
     handlers = ChatHandlers(service)
     gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
-    assert [f["id"] for f in figures] == [figure.id] and gallery["value"][0][0] == figure.path
+    assert [f["id"] for f in figures] == [figure.id]
+    assert Path(gallery["value"][0][0]).read_bytes() == Path(figure.path).read_bytes()  # a served copy
     row, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
     assert row["visible"] is True and f"figure p{figure.page}" in text and lock["id"] == figure.id
     assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 3
@@ -285,7 +287,9 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     temp.parent.mkdir(parents=True)
     shutil.copyfile(SAMPLES / PHYSICS, temp)
     original = "My paper (v2).pdf"
-    handlers = KBHandlers(service)
+    blocks = gr.Blocks()
+    blocks.upload_file_set.add(str(temp))  # as Gradio's /upload route records what it received
+    handlers = KBHandlers(service, ReceivedUploads(blocks, tmp_path / "gradio"))
     status, *_ = handlers.create("uploads", KB)
     assert status.startswith("✅")
     progress = RecordingProgress()
