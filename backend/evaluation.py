@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from backend.errors import DocLensError
-from backend.retrieval.confidence import CALIBRATION_FILE, confidence_from_features, features, fit_calibration, \
-    load_calibration, reliability
+from backend.retrieval.confidence import CALIBRATION_FILE, FEATURES, confidence_from_features, features, \
+    fit_calibration, load_calibration, reliability
 from backend.types import IngestResult, ProgressCallback, ProgressEvent, SearchResult, Source
 
 log = logging.getLogger(__name__)
@@ -213,7 +213,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: Path = CALIBRATION_FILE) -> dict:
     """Fit confidence = P(answer in the top 5) on the per-question details of eval reports, and save it."""
-    rows, labels = [], []
+    per_report = {}
     for path in paths:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
         all_details = report.get("details") or {}
@@ -221,15 +221,32 @@ def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: 
         if not details:
             raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
         details = details + all_details.get(f"{mode}-unanswerable", [])
-        rows += [d["features"] for d in details]
-        labels += [d["metrics"]["answer_hit@5"] > 0 for d in details]
+        per_report[Path(path).name] = ([_features_of(d) for d in details],
+                                       [d["metrics"]["answer_hit@5"] > 0 for d in details])
+    rows = [r for features_, _ in per_report.values() for r in features_]
+    labels = [label for _, labels_ in per_report.values() for label in labels_]
     model = fit_calibration(rows, labels)
     model["fitted_on"] = {"questions": len(rows), "mode": mode, "label": "answer_hit@5",
-                          "reports": [Path(p).name for p in paths]}
+                          "reports": list(per_report)}
     target.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
     load_calibration.cache_clear()
-    confidences = [confidence_from_features(r, model) for r in rows]
-    return {"questions": len(rows), "path": str(target), "reliability": reliability(confidences, labels)}
+
+    def check(features_: list[dict], labels_: list[bool]) -> dict:
+        return reliability([confidence_from_features(r, model) for r in features_], labels_)
+    # One fit for every language pair: the error is reported per report (per set and direction) too.
+    return {"questions": len(rows), "path": str(target), "reliability": check(rows, labels),
+            "per_report": {name: check(*data) for name, data in per_report.items()}}
+
+
+def _features_of(detail: dict) -> dict[str, float]:
+    """A detail's features; reports made before a feature existed read it as 0."""
+    return {name: float(detail["features"].get(name, 0.0)) for name in FEATURES}
+
+
+def worst_band(calibration: dict, min_questions: int = 50) -> float:
+    """The largest gap between confidence shown and accuracy in a band of at least ``min_questions``."""
+    gaps = [abs(b["confidence"] - b["accuracy"]) for b in calibration["bins"] if b["n"] >= min_questions]
+    return round(max(gaps), 3) if gaps else 0.0
 
 
 # -- self-test ---------------------------------------------------------------------------------

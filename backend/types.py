@@ -137,6 +137,8 @@ class Source:
     similarity: Optional[float] = None  # cosine similarity question/chunk
     rrf: float = 0.0
     chunk_id: str = ""
+    lang: str = ""  # the chunk's language: "zh", "en" or "" (unknown)
+    bridged: bool = False  # scored across languages without a translation (see retrieval/crosslingual.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "page": self.page, "page_end": self.page_end, "text": self.text,

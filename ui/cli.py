@@ -347,12 +347,14 @@ def cmd_eval(args, settings: Settings) -> int:
 
 
 def cmd_calibrate(args, settings: Settings) -> int:
-    from backend.evaluation import calibrate_from_reports
+    from backend.evaluation import calibrate_from_reports, worst_band
     result = calibrate_from_reports([Path(p) for p in args.reports], mode=args.mode)
     print(f"fitted on {result['questions']} questions; wrote {result['path']}")
     print(f"ECE {result['reliability']['ece']}")
     for row in result["reliability"]["bins"]:
         print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
+    for name, check in result["per_report"].items():
+        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {worst_band(check)} off")
     return 0
 
 

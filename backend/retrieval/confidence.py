@@ -21,10 +21,12 @@ from backend.types import Source
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
-FEATURES = ("top_relevance", "top_keyword", "top_semantic", "margin", "top_entity", "agreement")
+FEATURES = ("top_relevance", "top_keyword", "top_semantic", "margin", "top_entity", "agreement", "bridged",
+            "bridged_relevance")
 # Used only until a calibration is fitted: a cautious guess with the right direction.
 _FALLBACK = {"bias": -4.0, "weights": {"top_relevance": 4.0, "top_keyword": 2.0, "top_semantic": 2.0,
-                                       "margin": 1.0, "top_entity": 0.5, "agreement": 0.5}}
+                                       "margin": 1.0, "top_entity": 0.5, "agreement": 0.5, "bridged": 0.0,
+                                       "bridged_relevance": 0.0}}
 
 
 def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
@@ -42,6 +44,10 @@ def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
         "margin": (relevances[0] - relevances[1]) / 100.0 if len(relevances) > 1 else relevances[0] / 100.0,
         "top_entity": max(sc.get("entity", 0.0) for sc in scores) / 100.0,
         "agreement": both / len(head),  # found by both the dense and the keyword search
+        # Sources scored across languages without a translation have other scales (no fuzzy match, words
+        # through the term list): the fit gives them their own offset and slope instead of reading them as weak.
+        "bridged": sum(1 for s in head if s.bridged) / len(head),
+        "bridged_relevance": relevances[0] / 100.0 if head[0].bridged else 0.0,
     }
 
 

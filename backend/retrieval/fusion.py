@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Hashable, Mapping, Optional, Sequence
 
 
 @dataclass
 class RankedList:
     ids: Sequence[Hashable]  # best first
     weight: float
+    item_weights: Optional[Mapping[Hashable, float]] = None  # a factor per id (absent: 1.0)
 
 
 def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[Hashable, float]:
@@ -23,7 +24,9 @@ def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[Hashable,
             if item in seen:  # a list may repeat an id (several queries): only its best rank counts
                 continue
             seen.add(item)
-            scores[item] = scores.get(item, 0.0) + ranked.weight / (k + rank)
+            factor = ranked.item_weights.get(item, 1.0) if ranked.item_weights is not None else 1.0
+            if factor > 0:
+                scores[item] = scores.get(item, 0.0) + factor * ranked.weight / (k + rank)
     return scores
 
 

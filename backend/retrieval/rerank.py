@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from rapidfuzz import fuzz
 
+from backend.retrieval import crosslingual
 from backend.retrieval.text import normalize, query_entities, query_terms
 from backend.settings import RerankSettings
 from backend.types import Source
@@ -90,18 +91,30 @@ def rank_score(fused_rank: int, candidates: int) -> float:
     return 100.0 / (1.0 + RANK_SLOPE * (fused_rank - 1))
 
 
-def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings) -> list[Source]:
-    """Score candidates (already in fused order) and return them by descending relevance."""
+def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
+           question_plan: Optional[crosslingual.QuestionPlan] = None) -> list[Source]:
+    """Score candidates (already in fused order) and return them by descending relevance. With a
+    ``question_plan``, a candidate in another language is scored against the model's translation of the
+    question, or without one by the cross-lingual signals."""
     total_weight = sum(getattr(weights, s) for s in SIGNALS) or 1.0
-    idf = candidate_idf(question, [c.text for c in candidates])
+    idfs: dict[str, dict[str, float]] = {}
     for rank, source in enumerate(candidates, 1):
+        asked = question_plan.question_for(source.lang) if question_plan else question
+        if asked is None:
+            source.scores = {**crosslingual.cross_signals(question_plan, source.text, source.similarity),
+                             "length": length_score(source.text), "rank": rank_score(rank, len(candidates))}
+            source.scores = {s: source.scores[s] for s in SIGNALS}
+            source.relevance, source.bridged = crosslingual.cross_relevance(source.scores), True
+            continue
+        if asked not in idfs:
+            idfs[asked] = candidate_idf(asked, [c.text for c in candidates])
         source.scores = {
-            "fuzzy": fuzzy_score(question, source.text),
-            "keyword": keyword_score(question, source.text, idf),
+            "fuzzy": fuzzy_score(asked, source.text),
+            "keyword": keyword_score(asked, source.text, idfs[asked]),
             "semantic": semantic_score(source.similarity),
             "length": length_score(source.text),
             "rank": rank_score(rank, len(candidates)),
-            "entity": entity_score(question, source.text),
+            "entity": entity_score(asked, source.text),
         }
         source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
     return sorted(candidates, key=lambda s: -s.relevance)

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
+from backend.retrieval import crosslingual
 from backend.retrieval.confidence import confidence
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
 from backend.retrieval.rerank import rerank, semantic_score
@@ -40,30 +41,34 @@ class Retriever:
         cfg = self.settings.retrieval
         top = top or cfg.top_k
         queries = self._queries(question)
+        question_plan = crosslingual.plan(question, queries)
         vectors = self.embedder.embed_queries(queries)
         dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
                        if mode != "keyword" else [])
-        keyword_lists = ([self.store.keyword_search(collection, q, cfg.keyword_top_n, where) for q in queries]
-                         if mode != "dense" else [])
-        candidates = _collect(dense_lists, keyword_lists)
+        keyword_runs = ([crosslingual.KeywordRun(lang, self.store.keyword_search(collection, q, cfg.keyword_top_n,
+                                                                                  where), bridge)
+                         for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)]
+                        if mode != "dense" else [])
+        candidates = _collect(dense_lists, keyword_runs)
         self._fill_similarity(collection, candidates, vectors)
         fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
-                             + [RankedList([h.row.id for h in hits], cfg.keyword_weight) for hits in keyword_lists],
-                             k=cfg.rrf_k)
+                             + [RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights())
+                                for run in keyword_runs], k=cfg.rrf_k)
         for chunk_id, score in fused.items():
             candidates[chunk_id].rrf = score
         ordered = [candidates[i] for i in order_by_score(fused)]
-        ranked = self._rank(mode, question, ordered, len(dense_lists) + len(keyword_lists))
+        ranked = self._rank(mode, question_plan, ordered, len(dense_lists) + len(queries) * (mode != "dense"))
         sources = ranked[:top]
         result = SearchResult(question=question, mode=mode, confidence=confidence(ranked), sources=sources,
                               queries=queries)
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _rank(self, mode: str, question: str, ordered: list[Source], lists: int) -> list[Source]:
+    def _rank(self, mode: str, question_plan: crosslingual.QuestionPlan, ordered: list[Source],
+              lists: int) -> list[Source]:
         """Order candidates for the mode; the reranker's signals are computed in every mode for display."""
         pool = ordered[: max(self.settings.retrieval.rerank_candidates, self.settings.retrieval.top_k)]
-        reranked = rerank(question, pool, self.settings.rerank)
+        reranked = rerank(question_plan.question, pool, self.settings.rerank, question_plan)
         if mode == "rerank":
             return reranked
         if mode == "dense":
@@ -120,16 +125,19 @@ def translation_prompt(question: str) -> list[dict[str, str]]:
             {"role": "user", "content": question}]
 
 
-def _collect(dense_lists: list[list[Hit]], keyword_lists: list[list[Hit]]) -> dict[str, Source]:
-    """One Source per chunk, with its best dense rank and similarity and its best keyword rank."""
+def _collect(dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.KeywordRun]) -> dict[str, Source]:
+    """One Source per chunk, with its best dense rank and similarity and its best keyword rank (from the
+    keyword searches that count for the chunk's language)."""
     candidates: dict[str, Source] = {}
     for hits in dense_lists:
         for rank, hit in enumerate(hits, 1):
             source = candidates.setdefault(hit.row.id, _source(hit))
             source.dense_rank = min(rank, source.dense_rank or rank)
             source.similarity = max(hit.score, source.similarity if source.similarity is not None else -1.0)
-    for hits in keyword_lists:
-        for rank, hit in enumerate(hits, 1):
+    for run in keyword_runs:
+        for rank, hit in enumerate(run.hits, 1):
+            if run.factor(hit.row.lang) <= 0:
+                continue
             source = candidates.setdefault(hit.row.id, _source(hit))
             source.keyword_rank = min(rank, source.keyword_rank or rank)
     return candidates
@@ -138,4 +146,4 @@ def _collect(dense_lists: list[list[Hit]], keyword_lists: list[list[Hit]]) -> di
 def _source(hit: Hit) -> Source:
     row = hit.row
     return Source(file=row.filename, doc_id=row.doc_id, page=row.page, page_end=row.page_end,
-                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id)
+                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id, lang=row.lang)

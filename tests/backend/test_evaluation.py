@@ -51,3 +51,28 @@ def test_ingest_speed_splits_native_and_scanned_documents():
 def test_probe_sentence_is_a_real_sentence():
     text = "短句。这是一个比较长的句子，用来测试自检功能是否正常工作。结尾"
     assert probe_sentence(text) == "这是一个比较长的句子，用来测试自检功能是否正常工作。"
+
+
+def _report(path, rows):
+    details = [{"features": f, "metrics": {"answer_hit@5": float(hit)}, "confidence": 0.0} for f, hit in rows]
+    path.write_text(json.dumps({"details": {"rerank": details[::2], "rerank-unanswerable": details[1::2]}}))
+    return path
+
+
+def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
+    from backend.evaluation import calibrate_from_reports, worst_band
+    from backend.retrieval.confidence import FEATURES
+    strong = {name: 0.9 for name in FEATURES}
+    weak = {name: 0.1 for name in FEATURES}
+    monolingual = _report(tmp_path / "mono.json", [(strong, True), (weak, False)] * 40 + [(strong, False)] * 4)
+    # a report written before the cross-lingual features existed: they read as 0
+    old = _report(tmp_path / "old.json", [({"top_relevance": 0.8, "top_keyword": 0.5}, True), (weak, False)] * 30)
+    target = tmp_path / "calibration.json"
+    result = calibrate_from_reports([monolingual, old], target=target)
+    assert result["questions"] == 84 + 60
+    assert set(result["per_report"]) == {"mono.json", "old.json"}
+    assert all(0.0 <= check["ece"] <= 1.0 for check in result["per_report"].values())
+    saved = json.loads(target.read_text())
+    assert set(saved["weights"]) == set(FEATURES) and saved["fitted_on"]["reports"] == ["mono.json", "old.json"]
+    assert worst_band({"bins": [{"confidence": 0.9, "accuracy": 0.5, "n": 49},
+                                {"confidence": 0.3, "accuracy": 0.2, "n": 50}]}) == pytest.approx(0.1)

@@ -153,6 +153,19 @@ def default_reply(body: dict[str, Any]) -> str:
     return "Echo: " + " ".join(user_text.split())[:200]
 
 
+def translating_reply(translations: dict[str, str]) -> ReplyFunction:
+    """Replies to DocLens's question-translation requests with a fixed translation (the question itself
+    when it has none), and like ``default_reply`` to everything else."""
+    def reply(body: dict[str, Any]) -> str:
+        messages = body.get("messages", [])
+        system = messages[0].get("content", "") if messages else ""
+        if isinstance(system, str) and system.startswith("Translate the user's question"):
+            question = "\n".join(_message_texts([messages[-1]])).strip()
+            return translations.get(question, question)
+        return default_reply(body)
+    return reply
+
+
 def embedding_for(text: str, dim: int) -> list[float]:
     """A deterministic unit vector from a hash of the text."""
     values: list[float] = []
@@ -518,10 +531,14 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--dim", type=int, default=16, help="embedding size")
     parser.add_argument("--api-key", default=None, help="refuse other keys with 401")
     parser.add_argument("--stream-delay", type=float, default=0.0, help="seconds between streamed chunks")
+    parser.add_argument("--translations", default=None, metavar="FILE.json",
+                        help='{"question": "translation"}: the reply to each question-translation request')
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
+    reply = translating_reply(json.loads(open(args.translations, encoding="utf-8").read())) \
+        if args.translations else None
     fake = FakeOpenAI(host=args.host, port=args.port, embedding_dim=args.dim, api_key=args.api_key,
-                      stream_delay=args.stream_delay).start()
+                      stream_delay=args.stream_delay, reply=reply).start()
     print(f"FakeOpenAI listening on {fake.base_url}", flush=True)  # the parent process reads this line
     try:
         while True:

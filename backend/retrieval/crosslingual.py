@@ -1,0 +1,207 @@
+"""Questions in one language over passages in another (Chinese <-> English), decided per candidate.
+
+Across languages only the multilingual dense model works as is: the question's words, its phrasing
+(fuzzy match) and its names are not in the passage. So, for each candidate whose language differs from the
+question's (mixed libraries are the normal case):
+
+- the keyword search of the question counts only through what survives translation (numbers, Latin names,
+  formulas, acronyms: the *anchors*), and a second keyword search runs on the question's words rendered in
+  the other language by the bilingual term list (the *bridge*);
+- the reranker scores keyword coverage through the bridge, entities through the anchors, drops the
+  fuzzy match, and leans on the semantic score;
+- with a model configured, the model's translation of the question takes the question's place for the
+  passages in the translation's language (it is searched and fused too).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Mapping, Optional, Sequence
+
+from backend.retrieval.bilingual import term_list
+from backend.retrieval.text import ENGLISH_STOPWORDS, normalize, query_terms
+from backend.text import text_language
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+\-]*")
+_ACRONYM = re.compile(r"^(?:[A-Z][A-Z0-9&\-]+|[A-Za-z]+\d[A-Za-z0-9]*)$")  # NFL, CO2, H2O, 4G
+_WORD = re.compile(r"[a-z0-9]+")
+_CJK_TERM = re.compile(r"^[\u3400-\u9fff]+$")
+
+# Weights of the reranker's signals for a candidate in another language than the question (tuned on the
+# cross-lingual dev sets; the same-language weights are `rerank:` in config.yaml).
+CROSS_WEIGHTS = {"fuzzy": 0.0, "keyword": 0.30, "semantic": 0.55, "length": 0.10, "rank": 0.10, "entity": 0.05}
+# Cosines across languages run lower than within one; the semantic band is moved down by this much.
+CROSS_SEMANTIC_SHIFT = 0.04
+# RRF weight of the keyword search of the question for a candidate in another language (x keyword_weight):
+# only its anchors can match there.
+CROSS_KEYWORD_FACTOR = 0.5
+# RRF weight of the bridge keyword search (x keyword_weight), for candidates in the other language only.
+BRIDGE_WEIGHT = 1.0
+
+
+@dataclass(frozen=True)
+class QuestionPlan:
+    question: str
+    lang: str  # "zh", "en" or "" (neither: numbers, formulas)
+    anchors: tuple[str, ...] = ()  # normalised words that read the same in both languages
+    bridge: tuple[tuple[str, tuple[str, ...]], ...] = ()  # question word -> its renderings, other language
+    translations: Mapping[str, str] = field(default_factory=dict)  # language -> the model's translation
+
+    @property
+    def other(self) -> str:
+        return {"zh": "en", "en": "zh"}.get(self.lang, "")
+
+    def crosses(self, chunk_lang: str) -> bool:
+        return bool(self.lang and chunk_lang and chunk_lang != self.lang)
+
+    def question_for(self, chunk_lang: str) -> Optional[str]:
+        """The text to score a passage in ``chunk_lang`` against, or None: across languages, no translation."""
+        if not self.crosses(chunk_lang):
+            return self.question
+        return self.translations.get(chunk_lang)
+
+    def bridge_query(self) -> str:
+        """The keyword query for passages in the other language: rendered words and anchors."""
+        words = [r for _, renderings in self.bridge for r in renderings] + list(self.anchors)
+        return " ".join(dict.fromkeys(words))
+
+
+def plan(question: str, queries: Sequence[str] = ()) -> QuestionPlan:
+    """The question's language, anchors and bridge; ``queries``: the question and its model translations."""
+    lang = text_language(question)
+    translations = {}
+    for text in queries[1:]:
+        translated_lang = text_language(text)
+        if translated_lang and translated_lang != lang:
+            translations.setdefault(translated_lang, text)
+    return QuestionPlan(question, lang, anchors(question, lang), _bridge(question, lang), translations)
+
+
+_ZH_DECADE = re.compile(r"(\d{1,2})\s*世纪\s*(\d)0\s*年代")
+_ZH_CENTURY = re.compile(r"(\d{1,2})\s*世纪")
+_EN_DECADE = re.compile(r"\b(1\d|20)(\d)0s\b")
+_EN_CENTURY = re.compile(r"\b(\d{1,2})(?:st|nd|rd|th)[ -]century", re.I)
+
+
+def _dates(question: str, lang: str) -> list[str]:
+    """Decades and centuries are written differently: 20世纪80年代 <-> 1980s, 19世纪 <-> 19th century."""
+    if lang == "zh":
+        found = [f"{int(c) - 1}{d}0" for c, d in _ZH_DECADE.findall(question)]
+        return found + [f"{c}th" for c in _ZH_CENTURY.findall(question)]
+    found = [f"{d}0年代" for _, d in _EN_DECADE.findall(question)]
+    return found + [f"{c}世纪" for c in _EN_CENTURY.findall(question)]
+
+
+@lru_cache(maxsize=4096)
+def anchors(question: str, lang: str) -> tuple[str, ...]:
+    """Numbers, acronyms and formulas; in a Chinese question every Latin word (names are kept in Latin)."""
+    found = _dates(question, lang) + _NUMBER.findall(question)
+    for word in _LATIN.findall(question):
+        if lang == "zh" or _ACRONYM.match(word):
+            lowered = word.lower()
+            if lowered not in ENGLISH_STOPWORDS and (len(lowered) >= 2 or lowered.isdigit()):
+                found.append(lowered)
+    return tuple(dict.fromkeys(found))
+
+
+@lru_cache(maxsize=4096)
+def _bridge(question: str, lang: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    terms = term_list()
+    if lang not in ("zh", "en") or terms is None:
+        return ()
+    rendered = []
+    for term in query_terms(question):
+        if lang == "zh" and _CJK_TERM.match(term):
+            rendered.append((term, terms.english(term) or _english_of_parts(term)))
+        elif lang == "en" and term.isalpha():
+            rendered.append((term, terms.chinese(term)))
+    return tuple((t, r) for t, r in rendered if r)
+
+
+def _english_of_parts(word: str) -> tuple[str, ...]:
+    """A word the list lacks (a compound, a name): the renderings of its two-character halves."""
+    terms = term_list()
+    parts = [word[i:i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
+    return tuple(dict.fromkeys(r for p in parts for r in terms.english(p)[:2]))
+
+
+# -- reranker signals across languages ------------------------------------------------------------
+
+def cross_signals(plan_: QuestionPlan, text: str, similarity: Optional[float]) -> dict[str, float]:
+    """fuzzy, keyword, semantic and entity for a passage in the other language (length and rank as usual)."""
+    haystack = normalize(text)
+    words = set(_WORD.findall(haystack))
+    return {"fuzzy": 0.0, "keyword": _bridge_coverage(plan_, haystack, words),
+            "semantic": cross_semantic(similarity),
+            "entity": 100.0 * sum(_found(a, haystack, words) for a in plan_.anchors) / len(plan_.anchors)
+            if plan_.anchors else 0.0}
+
+
+def cross_semantic(similarity: Optional[float]) -> float:
+    from backend.retrieval.rerank import semantic_score
+    return semantic_score(None if similarity is None else similarity + CROSS_SEMANTIC_SHIFT)
+
+
+def _bridge_items(plan_: QuestionPlan) -> list[tuple[str, tuple[str, ...]]]:
+    return [(t, r) for t, r in plan_.bridge] + [(a, (a,)) for a in plan_.anchors]
+
+
+def _bridge_coverage(plan_: QuestionPlan, haystack: str, words: set[str]) -> float:
+    """Share of the question's words whose rendering (or, for an anchor, itself) is in the passage, longer
+    words counting more. (Weighting by rarity among the candidates, as within one language, measured worse.)"""
+    items = _bridge_items(plan_)
+    if not items:
+        return 0.0
+    weights = [math.log1p(len(t)) for t, _ in items]
+    found = sum(w for (_, renderings), w in zip(items, weights) if any(_found(r, haystack, words) for r in renderings))
+    return 100.0 * found / sum(weights)
+
+
+def _found(term: str, haystack: str, words: set[str]) -> bool:
+    if _CJK_TERM.match(term):
+        return term in haystack
+    return term in words or (len(term) >= 4 and any(w.startswith(term) for w in words))
+
+
+def cross_relevance(scores: Mapping[str, float]) -> float:
+    total = sum(CROSS_WEIGHTS.values()) or 1.0
+    return sum(CROSS_WEIGHTS[name] * scores.get(name, 0.0) for name in CROSS_WEIGHTS) / total
+
+
+# -- fusion across languages ----------------------------------------------------------------------
+
+def keyword_factor(query_lang: str, chunk_lang: str) -> float:
+    """How much a keyword hit counts for a chunk: fully in its query's language, anchors-only elsewhere."""
+    if not query_lang or not chunk_lang or query_lang == chunk_lang:
+        return 1.0
+    return CROSS_KEYWORD_FACTOR
+
+
+@dataclass
+class KeywordRun:
+    """One keyword search's hits and the language of its query; the bridge counts only in the other one."""
+    lang: str
+    hits: list = field(default_factory=list)
+    bridge: bool = False
+
+    def factor(self, chunk_lang: str) -> float:
+        if self.bridge:
+            return BRIDGE_WEIGHT if chunk_lang == self.lang else 0.0
+        return keyword_factor(self.lang, chunk_lang)
+
+    def item_weights(self) -> dict[str, float]:
+        return {hit.row.id: self.factor(hit.row.lang) for hit in self.hits}
+
+
+def keyword_queries(question_plan: QuestionPlan, queries: Sequence[str]) -> list[tuple[str, str, bool]]:
+    """(query text, its language, is the bridge) for each keyword search to run. The bridge is left out
+    when the model's translation into the other language is there: it does the same job better."""
+    runs = [(q, text_language(q) or question_plan.lang, False) for q in queries]
+    bridge = question_plan.bridge_query()
+    if bridge and question_plan.other and question_plan.other not in question_plan.translations:
+        runs.append((bridge, question_plan.other, True))
+    return runs

@@ -1,0 +1,81 @@
+"""Cross-lingual retrieval pieces on hand-built passages: plan, anchors, bridge, signals and per-candidate fusion."""
+
+from backend.retrieval import crosslingual as xl
+from backend.retrieval.bilingual import term_list
+from backend.retrieval.fusion import RankedList, weighted_rrf
+from backend.retrieval.rerank import rerank
+from backend.settings import RerankSettings
+from backend.store.base import ChunkRow, Hit
+from backend.types import Source
+
+
+def source(text, lang, similarity=0.85):
+    return Source(file="f.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, similarity=similarity,
+                  dense_rank=1, lang=lang)
+
+
+def test_the_term_list_renders_words_both_ways():
+    terms = term_list()
+    assert "color" in terms.english("颜色")
+    assert "颜色" in terms.chinese("colors")  # a plural finds the sense "color"
+    assert "雇用" in terms.english("雇用") or "hire" in terms.english("雇用")
+    assert terms.chinese("hired")
+
+
+def test_plan_knows_the_question_language_anchors_and_bridge():
+    plan = xl.plan("2001年美国广播公司的ABC标志是什么颜色的？")
+    assert plan.lang == "zh" and plan.other == "en"
+    assert {"2001", "abc"} <= set(plan.anchors)
+    assert any(term == "颜色" and "color" in renderings for term, renderings in plan.bridge)
+    assert "color" in plan.bridge_query() and "2001" in plan.bridge_query()
+    english = xl.plan("Who was hired to produce ABC's 2001-02 identity?")
+    assert english.lang == "en" and {"abc", "2001"} <= set(english.anchors) and "who" not in english.anchors
+    assert "身份" in english.bridge_query()
+
+
+def test_a_chunk_crosses_only_when_both_languages_are_known_and_differ():
+    plan = xl.plan("什么颜色？")
+    assert plan.crosses("en") and not plan.crosses("zh") and not plan.crosses("")
+    assert plan.question_for("zh") == "什么颜色？" and plan.question_for("en") is None
+    translated = xl.plan("什么颜色？", ["什么颜色？", "What color?"])
+    assert translated.question_for("en") == "What color?"
+
+
+def test_cross_signals_find_the_rendered_words_and_the_anchors():
+    plan = xl.plan("2001年美国广播公司的标志是什么颜色的？")
+    hit = xl.cross_signals(plan, "In 2001 the ABC logo changed its color to black and yellow.", 0.84)
+    miss = xl.cross_signals(plan, "The river flows north through the valley.", 0.84)
+    assert hit["fuzzy"] == 0.0 and hit["keyword"] > miss["keyword"] and hit["entity"] == 100.0
+    assert miss["entity"] == 0.0 and 0.0 < hit["semantic"] <= 100.0
+
+
+def test_rerank_scores_other_language_candidates_with_the_cross_signals():
+    plan = xl.plan("2001年美国广播公司的标志是什么颜色的？")
+    candidates = [source("美国广播公司的标志在2001年是黑黄色的。", "zh"),
+                  source("In 2001 the ABC logo changed its color to black and yellow.", "en")]
+    ranked = rerank(plan.question, candidates, RerankSettings(), plan)
+    by_lang = {s.lang: s for s in ranked}
+    assert by_lang["en"].bridged and not by_lang["zh"].bridged
+    assert set(by_lang["en"].scores) == set(by_lang["zh"].scores)
+    assert all(0.0 <= v <= 100.0 for s in ranked for v in s.scores.values())
+
+
+def test_keyword_hits_count_fully_only_in_their_query_language():
+    def hit(chunk_id, lang):
+        return Hit(ChunkRow(chunk_id, "d", "f.pdf", 1, 1, 0, "text", lang=lang), 1.0)
+    question_run = xl.KeywordRun("zh", [hit("en-chunk", "en"), hit("zh-chunk", "zh")])
+    bridge_run = xl.KeywordRun("en", [hit("zh-chunk", "zh"), hit("en-chunk", "en")], bridge=True)
+    assert question_run.factor("zh") == 1.0 and question_run.factor("en") == xl.CROSS_KEYWORD_FACTOR
+    assert bridge_run.factor("zh") == 0.0 and bridge_run.factor("en") == xl.BRIDGE_WEIGHT
+    fused = weighted_rrf([RankedList([h.row.id for h in r.hits], 1.0, r.item_weights())
+                          for r in (question_run, bridge_run)], k=60)
+    assert fused["zh-chunk"] == 1.0 / 62
+    assert abs(fused["en-chunk"] - (xl.CROSS_KEYWORD_FACTOR / 61 + xl.BRIDGE_WEIGHT / 62)) < 1e-12
+
+
+def test_the_bridge_search_is_left_out_when_the_model_translated():
+    plan = xl.plan("美国广播公司的标志是什么颜色的？")
+    assert [bridge for _, _, bridge in xl.keyword_queries(plan, [plan.question])] == [False, True]
+    translated = xl.plan(plan.question, [plan.question, "What color is the ABC logo?"])
+    runs = xl.keyword_queries(translated, [plan.question, "What color is the ABC logo?"])
+    assert [(lang, bridge) for _, lang, bridge in runs] == [("zh", False), ("en", False)]
