@@ -180,7 +180,7 @@ class DocLens:
         items = collect_uploads(paths, display_names)
         if not items:
             raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
-        with self._ingest_lock:  # one upload at a time per server: 2 cores are busy enough with one
+        with self._ingest_lock, self.kbs.writing(kb):  # one upload at a time per server and per knowledge base
             return Ingestor(self.settings, self.store, self.embedder).run(kb, items, progress, cancel)
 
     # -- questions ----------------------------------------------------------------------------
@@ -194,6 +194,14 @@ class DocLens:
 
     def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
                 exclude: Sequence[str] = ()) -> SearchResult:
+        try:
+            return self._search_open(kb, question, doc, mode, top, exclude)
+        except DocLensError:
+            self.kbs.check_exists(kb)  # "was deleted", not the store's "collection ... does not exist"
+            raise
+
+    def _search_open(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
+                     exclude: Sequence[str]) -> SearchResult:
         if not question or not question.strip():
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
