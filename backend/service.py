@@ -120,7 +120,8 @@ class DocLens:
         return self.open_kb(kb_name, check_model=False).registry.documents()
 
     def find_document(self, kb: OpenKB, file: str) -> DocumentInfo:
-        doc = kb.registry.document_by_file(file) or kb.registry.document_by_file(Path(file).name)
+        from backend.ingestion import clean_file_name  # the name as stored: a long one is shortened
+        doc = kb.registry.document_by_file(file) or kb.registry.document_by_file(clean_file_name(file))
         if doc is None:
             raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{kb.name}'")
         return doc

@@ -15,6 +15,7 @@ import re
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
@@ -29,8 +30,8 @@ MIN_RENDER_DPI = 72  # below this OCR reads little; the page is refused instead
 PDFIUM_STRING_LIMIT = 32767  # pdfium keeps at most this many characters of one string in a page's content
 _IN_BLOCK = 1 << 16
 _OUT_BLOCK = 1 << 20
-_STREAM = re.compile(rb"(?<!end)stream(?:\r\n|\n|\r)")
 _SHOWN = re.compile(rb"\((?:[^()\\]|\\.)*\)|<[0-9A-Fa-f\s]*>")  # string operands: what a content stream shows
+_PASSED: set[tuple] = set()  # files whose streams passed, by path, size, time and limits
 _NOT_CONTENT = (b"/XRef", b"/ObjStm", b"/EmbeddedFile", b"/Metadata", b"/Length1", b"/Length2", b"/Length3")
 
 
@@ -40,13 +41,23 @@ def check_streams(path: Path, name: str, limits: IngestSettings) -> None:
     """Unpack every Flate stream block by block, counting bytes (and characters shown, for content
     streams) without keeping them: a stream over ``max_stream_mb`` or showing more than
     ``max_page_chars`` is refused before pdfium decodes it into memory."""
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns, limits.max_stream_mb, limits.max_page_chars)
+    if key in _PASSED:  # the file is checked before the upload starts and again when it is parsed
+        return
+    _check_streams(path, name, limits)
+    if len(_PASSED) > 256:
+        _PASSED.clear()
+    _PASSED.add(key)
+
+
+def _check_streams(path: Path, name: str, limits: IngestSettings) -> None:
     max_bytes = int(limits.max_stream_mb * 1024 * 1024)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        for match in _STREAM.finditer(data):
-            start = match.end()
+        for keyword, start in _stream_starts(data):
             if not _zlib_header(data[start:start + 2]):
                 continue
-            content = _is_content_stream(data[max(0, match.start() - 4096):match.start()])
+            content = _is_content_stream(data[max(0, keyword - 4096):keyword])
             unpacked, shown = _inflate(data, start, max_bytes, limits.max_page_chars if content else 0)
             if unpacked > max_bytes:
                 raise DocumentError(f"{name}: a compressed stream (at byte {start:,}) unpacks to more than "
@@ -54,6 +65,18 @@ def check_streams(path: Path, name: str, limits: IngestSettings) -> None:
             if content and shown > limits.max_page_chars:
                 raise DocumentError(f"{name}: one content stream shows more than {limits.max_page_chars:,} "
                                     f"characters: more than ingest.max_page_chars allows on a page")
+
+
+def _stream_starts(data: mmap.mmap) -> Iterator[tuple[int, int]]:
+    """(offset of each ``stream`` keyword, offset of its data); a plain find is ~10x faster than a regex."""
+    position = data.find(b"stream")
+    while position >= 0:
+        after = position + 6
+        if data[position - 3:position] != b"end":
+            eol = data[after:after + 2]
+            if eol[:1] == b"\n" or eol == b"\r\n" or eol[:1] == b"\r":
+                yield position, after + (2 if eol == b"\r\n" else 1)
+        position = data.find(b"stream", after)
 
 
 def _zlib_header(head: bytes) -> bool:

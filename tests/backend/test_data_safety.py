@@ -57,6 +57,8 @@ def test_long_names_sharing_their_first_240_bytes_stay_two_documents(service, kb
     assert sorted(d.file for d in service.documents(kb)) == sorted(stored)
     again = service.ingest(kb, [variant(PHYSICS, tmp_path, "v2")], display_names=names[:1])[0]
     assert again.status == "replaced" and again.file == stored[0]  # the same long name is the same document
+    assert service.delete_document(kb, names[1]).file == stored[1]  # found by the name the user knows
+    assert [d.file for d in service.documents(kb)] == [stored[0]]
     assert_consistent(service, kb)
 
 

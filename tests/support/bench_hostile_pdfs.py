@@ -26,11 +26,14 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from tests.backend.documents import hostile_pdfs  # noqa: E402
+from tests.conftest import SAMPLES  # noqa: E402
 
 log = logging.getLogger("bench_hostile_pdfs")
 
-FILES = {  # the sizes from the issue
+FILES = {  # the sizes from the issue; "good" is a normal 2-page paper: the process's own baseline
+    "good": lambda p: p.write_bytes((SAMPLES / "物理公式示例文档.pdf").read_bytes()) and p,
     "huge_page": lambda p: hostile_pdfs.huge_page(p, 14400),
+    "scanned_poster": lambda p: hostile_pdfs.scanned_poster(p, 1900),
     "long_line_10mb": lambda p: hostile_pdfs.long_line(p, 10_000_000),
     "long_line_2mb": lambda p: hostile_pdfs.long_line(p, 2_000_000),
     "bomb_1gb": lambda p: hostile_pdfs.compression_bomb(p, 1024),

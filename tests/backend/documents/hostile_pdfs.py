@@ -119,3 +119,18 @@ def long_text_object(path: Path, chars: int = 40_000) -> tuple[Path, bytes]:
     body = (WORDS * (chars // len(WORDS) + 1))[:chars - 12] + b" endmarkerzz"
     stream = b"BT /F1 1 Tf 10 400 Td (" + body + b") Tj ET"
     return write_pdf(path, [((612, 792), [text_stream(normal_lines(5)), stream])]), b"endmarkerzz"
+
+
+def scanned_poster(path: Path, mm: float = 1900) -> Path:
+    """A square page ``mm`` wide (under ingest.max_page_mm) that is one 2x2-pixel scan: it is OCR'd, and
+    rendering it at the OCR resolution would take ~0.5 GB of pixels."""
+    side = mm / 25.4 * 72
+    image = b"\xff\x00\x00\xff"
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+               b"<< /Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8"
+               b" /Length %d >>\nstream\n" % len(image) + image + b"\nendstream"]
+    content = b"q %g 0 0 %g 0 0 cm /Im1 Do Q" % (side, side)
+    objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
+    objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /XObject << /Im1 3 0 R >> >>"
+                   b" /Contents 4 0 R >>" % (side, side))
+    return _write(path, objects, b"")

@@ -3,6 +3,8 @@ pages of a damaged file that can be read are read. Real files from tests/backend
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from backend.documents.limits import MIN_RENDER_DPI, render_dpi
@@ -83,5 +85,15 @@ def test_a_string_cut_by_pdfium_is_named_on_its_page(tmp_path, settings):
     path, last_word = hostile_pdfs.long_text_object(tmp_path / "cut.pdf")
     page = parse_pdf(path, settings)[0]
     assert page.cut_objects == 1 and last_word.decode() not in page.text
-    normal = parse_pdf(hostile_pdfs.long_line(tmp_path / "fine.pdf", 120_000), settings)[0]
-    assert normal.cut_objects == 0 and len(normal.text) > 100_000  # strings of 30,000: nothing cut
+    normal = parse_pdf(hostile_pdfs.long_line(tmp_path / "fine.pdf", 60_000), settings)[0]
+    assert normal.cut_objects == 0 and len(normal.text) > 50_000  # strings of 30,000: nothing cut
+
+
+def test_a_large_scan_is_rendered_within_max_render_mpx(tmp_path, caplog):
+    path = hostile_pdfs.scanned_poster(tmp_path / "poster.pdf", 600)  # 12.5 megapixels at 150 dpi
+    settings = make_settings(tmp_path, DOCLENS_INGEST_MAX_RENDER_MPX="4")
+    with caplog.at_level(logging.INFO, logger="backend.documents.limits"):
+        pages = parse_pdf(path, settings)
+    assert len(pages) == 1 and pages[0].ocr
+    lowered = [r.getMessage() for r in caplog.records if "ingest.max_render_mpx" in r.getMessage()]
+    assert lowered and all(m.startswith("poster.pdf: page 1 rendered at 85 dpi instead of 150") for m in lowered)
