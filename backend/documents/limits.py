@@ -55,10 +55,14 @@ def _check_streams(path: Path, name: str, limits: IngestSettings) -> None:
     max_bytes = int(limits.max_stream_mb * 1024 * 1024)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         for keyword, start in _stream_starts(data):
-            if not _zlib_header(data[start:start + 2]):
+            dictionary = data[max(0, keyword - 4096):keyword]
+            content = _is_content_stream(dictionary)
+            if _zlib_header(data[start:start + 2]):
+                unpacked, shown = _inflate(data, start, max_bytes, limits.max_page_chars if content else 0)
+            elif content and b"/Filter" not in dictionary[dictionary.rfind(b"obj"):]:  # stored as it is
+                unpacked, shown = 0, _shown_raw(data, start, limits.max_page_chars)
+            else:
                 continue
-            content = _is_content_stream(data[max(0, keyword - 4096):keyword])
-            unpacked, shown = _inflate(data, start, max_bytes, limits.max_page_chars if content else 0)
             if unpacked > max_bytes:
                 raise DocumentError(f"{name}: a compressed stream (at byte {start:,}) unpacks to more than "
                                     f"{limits.max_stream_mb:g} MB: larger than ingest.max_stream_mb")
@@ -109,6 +113,18 @@ def _inflate(data: mmap.mmap, start: int, max_bytes: int, max_shown: int) -> tup
         if max_shown:
             shown += sum(map(len, _SHOWN.findall(out)))
     return unpacked, shown
+
+
+def _shown_raw(data: mmap.mmap, start: int, max_shown: int) -> int:
+    """String bytes of an uncompressed content stream, up to its ``endstream``, block by block."""
+    end = data.find(b"endstream", start)
+    end = len(data) if end < 0 else end
+    shown = 0
+    for block in range(start, end, _OUT_BLOCK):
+        shown += sum(map(len, _SHOWN.findall(data[block:min(end, block + _OUT_BLOCK)])))
+        if shown > max_shown:
+            break
+    return shown
 
 
 def check_page_sizes(pdf: pdfium.PdfDocument, name: str, limits: IngestSettings) -> None:

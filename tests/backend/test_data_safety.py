@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
+from backend.documents.chunking import chunk_pages
+from backend.documents.pdf import parse_pdf
 from backend.errors import KnowledgeBaseError
 from backend.ingestion import MAX_NAME_BYTES, clean_file_name
 from backend.service import DocLens
 from backend.types import ProgressEvent
 from tests.backend.documents import hostile_pdfs
-from backend.documents.chunking import chunk_pages
-from backend.documents.pdf import parse_pdf
 from tests.backend.test_ingestion import BUSINESS, COMPUTING, LAYOUT, PHYSICS, assert_consistent, variant
+from tests.backend.test_ingestion import kb  # noqa: F401 - the fixture: a fresh knowledge base per test
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
 
@@ -34,13 +35,6 @@ def data_dir(tmp_path_factory) -> Path:
 def service(data_dir):
     with DocLens(make_settings(data_dir)) as svc:
         yield svc
-
-
-@pytest.fixture
-def kb(service, request) -> str:
-    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
-    service.create_kb(name)
-    return name
 
 
 # --------------------------------------------------------------------------- names (items 4, 5)
@@ -214,7 +208,7 @@ def test_hostile_files_fail_with_named_errors_and_others_are_read(service, kb, t
         "cut": hostile_pdfs.long_text_object(tmp_path / "cut.pdf")[0],
     }
     results = {r.file: r for r in service.ingest(kb, list(files.values()))}
-    expected_failures = {"huge_page": "page 1 is 5.1 m wide: larger than ingest.max_page_mm (2000 mm)",
+    expected_failures = {"huge_page": "page 1 is 5.1 m wide: larger than ingest.max_page_mm (1200 mm)",
                          "long_line": "more than ingest.max_page_chars",
                          "bomb": "unpacks to more than 100 MB: larger than ingest.max_stream_mb"}
     for kind, reason in expected_failures.items():

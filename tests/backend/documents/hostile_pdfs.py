@@ -11,6 +11,8 @@ import zlib
 from pathlib import Path
 from typing import Optional, Sequence
 
+from tests.backend.documents.pdf_fixtures import write_objects
+
 FONT = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"
 WORDS = b"basalt granite quartz feldspar mica olivine pyroxene "
 
@@ -24,17 +26,17 @@ def text_stream(lines: Sequence[bytes], size: int = 12, top: float = 760) -> byt
 
 
 def write_pdf(path: Path, pages: Sequence[tuple[tuple[float, float], Sequence[bytes]]],
-              tail: bytes = b"") -> Path:
-    """A PDF with one page per ``((width, height), [content streams])``, Flate-compressed; ``tail`` is
-    appended after ``%%EOF``."""
+              tail: bytes = b"", compress: bool = True) -> Path:
+    """A PDF with one page per ``((width, height), [content streams])``, Flate-compressed unless not
+    ``compress``; ``tail`` is appended after ``%%EOF``."""
     objects: list[bytes] = [b"", b"", FONT]  # 1 catalog, 2 pages root, 3 font
     page_refs = []
     for (width, height), streams in pages:
         content_refs = []
         for data in streams:
-            packed = zlib.compress(data, 9)
-            objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed
-                           + b"\nendstream")
+            packed = zlib.compress(data, 9) if compress else data
+            objects.append(b"<< /Length %d %s>>\nstream\n" % (len(packed), b"/Filter /FlateDecode " * compress)
+                           + packed + b"\nendstream")
             content_refs.append(b"%d 0 R" % len(objects))
         objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /Font << /F1 3 0 R >> >>"
                        b" /Contents [%s] >>" % (width, height, b" ".join(content_refs)))
@@ -46,17 +48,7 @@ def write_pdf(path: Path, pages: Sequence[tuple[tuple[float, float], Sequence[by
 
 
 def _write(path: Path, objects: Sequence[bytes], tail: bytes) -> Path:
-    out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    path.write_bytes(bytes(out) + tail)
-    return path
+    return write_objects(path, list(objects), tail=tail)
 
 
 def normal_lines(count: int = 30) -> list[bytes]:
@@ -70,14 +62,14 @@ def huge_page(path: Path, points: float = 14400) -> Path:
     return write_pdf(path, [((points, points), [text_stream(normal_lines(), top=points - 72)])])
 
 
-def long_line(path: Path, chars: int = 10_000_000, streams: int = 1) -> Path:
+def long_line(path: Path, chars: int = 10_000_000, streams: int = 1, compress: bool = True) -> Path:
     """One page holding one text line of ``chars`` characters (in strings of 30,000: under pdfium's cut),
     written in ``streams`` content streams (each showing less when there are more)."""
     piece = (WORDS * (30_000 // len(WORDS) + 1))[:30_000]
     shows = max(1, chars // len(piece))
     parts = [b"BT /F1 1 Tf 10 %d Td\n" % (400 - n) + b"\n".join([b"(" + piece + b") Tj"] * (shows // streams))
              + b"\nET" for n in range(streams)]
-    return write_pdf(path, [((612, 792), [text_stream(normal_lines(5)), *parts])])
+    return write_pdf(path, [((612, 792), [text_stream(normal_lines(5)), *parts])], compress=compress)
 
 
 def compression_bomb(path: Path, inflated_mb: int = 1024) -> Path:

@@ -20,7 +20,7 @@ def test_a_page_over_max_page_mm_is_refused_before_it_is_rendered(tmp_path, sett
     assert path.stat().st_size < 20_000
     with pytest.raises(DocumentError) as caught:
         inspect_pdf(path, settings)
-    assert str(caught.value) == "poster.pdf: page 1 is 5.1 m wide: larger than ingest.max_page_mm (2000 mm)"
+    assert str(caught.value) == "poster.pdf: page 1 is 5.1 m wide: larger than ingest.max_page_mm (1200 mm)"
     a0 = hostile_pdfs.huge_page(tmp_path / "a0.pdf", 1189 / 25.4 * 72)
     assert inspect_pdf(a0, settings) == 1
     small = make_settings(tmp_path, DOCLENS_INGEST_MAX_PAGE_MM="800")
@@ -42,11 +42,12 @@ def test_render_resolution_is_lowered_to_max_render_mpx_and_refused_below_72_dpi
 
 
 def test_one_content_stream_showing_too_many_characters_is_refused_unread(tmp_path, settings):
-    path = hostile_pdfs.long_line(tmp_path / "line.pdf", 400_000)
-    with pytest.raises(DocumentError) as caught:
-        inspect_pdf(path, settings)
-    assert str(caught.value) == ("line.pdf: one content stream shows more than 200,000 characters: "
-                                 "more than ingest.max_page_chars allows on a page")
+    for compress in (True, False):
+        path = hostile_pdfs.long_line(tmp_path / "line.pdf", 400_000, compress=compress)
+        with pytest.raises(DocumentError) as caught:
+            inspect_pdf(path, settings)
+        assert str(caught.value) == ("line.pdf: one content stream shows more than 200,000 characters: "
+                                     "more than ingest.max_page_chars allows on a page")
 
 
 def test_a_page_with_too_many_characters_over_several_streams_is_refused(tmp_path, settings):
