@@ -13,6 +13,10 @@ class KnowledgeBaseError(DocLensError):
     """A knowledge-base operation cannot be done (bad name, duplicate, missing...)."""
 
 
+class KnowledgeBaseDeleted(KnowledgeBaseError):
+    """The knowledge base was deleted while a question or an upload was using it."""
+
+
 class StoreError(DocLensError):
     """The vector store is unreachable, locked or in an unexpected state."""
 

@@ -21,14 +21,15 @@ from typing import Callable, Iterator, Optional, Sequence
 
 from backend.documents.chunking import chunk_pages
 from backend.documents.figures import save_figure
+from backend.documents.limits import PDFIUM_STRING_LIMIT
 from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import ParsedPage, has_scanned_pages, inspect_pdf, iter_pages
-from backend.errors import CancelledError, DocLensError
-from backend.knowledge_bases import OpenKB
+from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
+from backend.knowledge_bases import OpenKB, kb_deleted_message
 from backend.settings import Settings
 from backend.store.base import ChunkRow, VectorStore
 from backend.text import text_language
-from backend.types import Chunk, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
+from backend.types import Chunk, DocumentInfo, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +54,13 @@ class _Job:
     pages: list[PageText] = field(default_factory=list)
     figures: list[Figure] = field(default_factory=list)
     empty_ocr_pages: list[int] = field(default_factory=list)
+    unreadable_pages: list[int] = field(default_factory=list)  # pdfium could not load them
+    cut_pages: list[int] = field(default_factory=list)  # a text string cut by pdfium
+    characters: int = 0
 
     def check_cancel(self) -> None:
+        if self.kb.deleted.is_set():
+            raise KnowledgeBaseDeleted(kb_deleted_message(self.kb))
         if self.cancel is not None and self.cancel.is_set():
             raise CancelledError(f"{self.item.name}: cancelled")
 
@@ -74,15 +80,27 @@ def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]
 
 
 def clean_file_name(name: str) -> str:
-    """The last path component, without control characters, at most MAX_NAME_BYTES bytes."""
-    base = name.replace("\\", "/").split("/")[-1].strip()
+    """The user's name of a file, kept whole: only what follows the last ``/`` (a folder upload or a
+    browser may send a relative path), without control characters. A backslash is an ordinary character
+    on every OS (``old\\report.pdf`` is not ``report.pdf``). A name over MAX_NAME_BYTES is cut and ends
+    in a digest of the whole name, so two long names sharing their first bytes never replace each other."""
+    base = name.split("/")[-1].strip()
     base = "".join(ch for ch in base if unicodedata.category(ch) != "Cc")
     if base in ("", ".", ".."):
         base = "document.pdf"
-    while len(base.encode("utf-8")) > MAX_NAME_BYTES:
-        stem, dot, ext = base.rpartition(".")
-        base = (stem[:-1] + dot + ext) if dot and len(ext) <= 8 and stem else base[:-1]
+    if len(base.encode("utf-8")) > MAX_NAME_BYTES:
+        base = _shortened_name(base)
     return base
+
+
+def _shortened_name(name: str) -> str:
+    """``<start of the name>…~<12 hex of its SHA-256>.<ext>``, at most MAX_NAME_BYTES bytes."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext) > 8:
+        stem, ext = name, ""
+    suffix = f"…~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:12]}" + (f".{ext}" if ext else "")
+    room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+    return stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip() + suffix
 
 
 def file_sha256(path: Path) -> str:
@@ -105,6 +123,10 @@ class Ingestor:
         ahead = _ReadAhead(items, self.settings, cancel)
         try:
             for index, item in enumerate(items, 1):
+                if kb.deleted.is_set():  # the rest is not started: nothing of it may be written
+                    results.append(IngestResult(item.name, "failed", error=f"{item.name}: not added: "
+                                                + kb_deleted_message(kb)))
+                    continue
                 if cancel is not None and cancel.is_set():
                     results.append(IngestResult(item.name, "cancelled",
                                                 error=f"{item.name}: cancelled before start"))
@@ -122,6 +144,8 @@ class Ingestor:
         started = time.perf_counter()
         try:
             result = self._ingest(kb, item, report, cancel, ahead)
+        except KnowledgeBaseDeleted:
+            result = IngestResult(item.name, "failed", error=f"{item.name}: not added: " + kb_deleted_message(kb))
         except CancelledError:
             result = IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled; nothing was stored")
         except DocLensError as exc:
@@ -169,13 +193,12 @@ class Ingestor:
         except BaseException:
             self._discard(kb, job.doc_id)
             raise
-        replaced = previous is not None and previous.doc_id != job.doc_id
-        if replaced:
-            self._discard(kb, previous.doc_id)
-        return IngestResult(item.name, "replaced" if replaced else "indexed", pages=page_count,
+        replaced = previous if previous is not None and previous.doc_id != job.doc_id else None
+        if replaced is not None:
+            self._discard(kb, replaced.doc_id)
+        return IngestResult(item.name, "indexed" if replaced is None else "replaced", pages=page_count,
                             ocr_pages=sum(p.ocr for p in job.pages), chunks=len(chunks), figures=len(job.figures),
-                            empty_ocr_pages=job.empty_ocr_pages,
-                            error=_empty_pages_note(item.name, job.empty_ocr_pages))
+                            empty_ocr_pages=job.empty_ocr_pages, error=_notes(job, replaced))
 
     def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
         figure_dir = job.kb.folder / "figures" / job.doc_id
@@ -184,8 +207,13 @@ class Ingestor:
             job.report("ocr" if parsed.ocr else "parse", parsed.page, page_count,
                        f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}")
             job.pages.append(PageText(parsed.page, parsed.text, parsed.ocr))
+            self._check_chunk_budget(job, parsed)
             if parsed.ocr and parsed.empty_ocr:
                 job.empty_ocr_pages.append(parsed.page)
+            if parsed.unreadable:
+                job.unreadable_pages.append(parsed.page)
+            if parsed.cut_objects:
+                job.cut_pages.append(parsed.page)
             for figure in parsed.figures:
                 path = save_figure(figure, figure_dir)
                 job.figures.append(Figure(id=f"{job.doc_id}/{path.stem}", doc_id=job.doc_id, file=job.item.name,
@@ -194,7 +222,19 @@ class Ingestor:
         chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
         if not chunks:
             raise DocLensError(_no_text_reason(job))
+        if len(chunks) > self.settings.ingest.max_chunks:
+            raise DocumentError(f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
+                                f"({self.settings.ingest.max_chunks:,}); split the document")
         return chunks
+
+    def _check_chunk_budget(self, job: _Job, parsed: ParsedPage) -> None:
+        """A chunk holds at most chunk_size characters: more text than max_chunks of them is refused at
+        the page where it is passed, not after parsing (and holding) the rest of the document."""
+        job.characters += len(parsed.text)
+        ingest = self.settings.ingest
+        if job.characters > ingest.max_chunks * ingest.chunk_size:
+            raise DocumentError(f"{job.item.name}: by page {parsed.page} the text fills more than "
+                                f"{ingest.max_chunks:,} chunks: more than ingest.max_chunks; split the document")
 
     def _embed_and_store(self, job: _Job, chunks: list[Chunk]) -> None:
         total = len(chunks)
@@ -278,7 +318,7 @@ class _PageReader:
 
     def _read(self) -> None:
         try:
-            if has_scanned_pages(self.item.path) and not self._wait_for_turn():
+            if has_scanned_pages(self.item.path, self._settings) and not self._wait_for_turn():
                 return
             self._read_pages()
         except BaseException as exc:  # handed to the reading thread, which reports it
@@ -375,7 +415,7 @@ def remove_document_files(store: VectorStore, kb: OpenKB, doc_id: str) -> None:
 
 def _keep_original(source: Path, target: Path) -> None:
     """The PDF is kept (by content hash, never by its name) to render page previews later."""
-    target.parent.mkdir(parents=True, exist_ok=True)
+    target.parent.mkdir(exist_ok=True)  # inside the knowledge base's folder, never re-created here
     partial = target.with_suffix(".part")
     shutil.copyfile(source, partial)
     partial.replace(target)
@@ -406,15 +446,32 @@ def _naming(item: UploadItem, message: str) -> str:
 
 
 def _no_text_reason(job: _Job) -> str:
+    if job.unreadable_pages:
+        return (f"{job.item.name}: no text found (pdfium cannot load pages {_page_list(job.unreadable_pages)}: "
+                f"a damaged page tree)")
     if job.empty_ocr_pages:
         return f"{job.item.name}: no text found (OCR found nothing on pages {_page_list(job.empty_ocr_pages)})"
     return f"{job.item.name}: no text found in the document"
 
 
-def _empty_pages_note(name: str, pages: list[int]) -> Optional[str]:
-    if not pages:
+def _notes(job: _Job, replaced: Optional[DocumentInfo]) -> Optional[str]:
+    """What the user must know about a stored document: what it replaced, and pages not (fully) read."""
+    notes = []
+    if replaced is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(replaced.created_at))
+        notes.append(f"replaced {replaced.file} (a different file: {replaced.pages} pages, indexed {when})")
+    if job.empty_ocr_pages:
+        notes.append(f"OCR found no text on page(s) {_page_list(job.empty_ocr_pages)}")
+    if job.unreadable_pages:
+        notes.append(f"page(s) {_page_list(job.unreadable_pages)} could not be read (pdfium cannot load them: "
+                     f"a damaged page tree)")
+    if job.cut_pages:
+        notes.append(f"page(s) {_page_list(job.cut_pages)}: a text string over {PDFIUM_STRING_LIMIT:,} characters "
+                     f"was cut by pdfium, the rest of it is missing")
+    if not notes:
         return None
-    return f"{name}: OCR found no text on page(s) {_page_list(pages)}; the other pages are indexed"
+    skipped = job.empty_ocr_pages or job.unreadable_pages
+    return f"{job.item.name}: " + "; ".join(notes) + ("; the other pages are indexed" if skipped else "")
 
 
 def _page_list(pages: list[int]) -> str:

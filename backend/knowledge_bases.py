@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from backend import names
-from backend.errors import KnowledgeBaseError
+from backend.errors import KnowledgeBaseDeleted, KnowledgeBaseError
 from backend.store.base import CollectionInfo, VectorStore
 from backend.store.registry import Registry
 from backend.types import KnowledgeBase
@@ -25,6 +27,18 @@ class OpenKB:
     folder: Path
     info: CollectionInfo
     registry: Registry
+    deleted: threading.Event = field(default_factory=threading.Event)  # set when a delete begins
+
+
+def kb_deleted_message(kb: OpenKB) -> str:
+    return f"the knowledge base '{kb.name}' was deleted"
+
+
+@dataclass
+class _Use:
+    """Shared by everyone holding one knowledge base open: its writer lock and its deleted flag."""
+    writer: threading.Lock = field(default_factory=threading.Lock)
+    deleted: threading.Event = field(default_factory=threading.Event)
 
 
 class KnowledgeBases:
@@ -33,14 +47,38 @@ class KnowledgeBases:
         self.root = data_dir / "kbs"
         self._embedding_signature = embedding_signature  # (model id, dim), may load the model: call late
         self._registries: dict[str, Registry] = {}
+        self._uses: dict[str, _Use] = {}
+        self._guard = threading.Lock()  # the two dicts, and a delete against a registry created meanwhile
 
     def folder(self, collection: str) -> Path:
         return self.root / collection
 
     def registry(self, collection: str) -> Registry:
-        if collection not in self._registries:
-            self._registries[collection] = Registry(self.folder(collection))
-        return self._registries[collection]
+        with self._guard:
+            if collection not in self._registries:
+                if self._use(collection).deleted.is_set() or not self.store.has_collection(collection):
+                    raise KnowledgeBaseDeleted("the knowledge base was deleted")  # never re-create its folder
+                self._registries[collection] = Registry(self.folder(collection))
+            return self._registries[collection]
+
+    def _use(self, collection: str) -> _Use:
+        return self._uses.setdefault(collection, _Use())
+
+    @contextmanager
+    def writing(self, kb: OpenKB) -> Iterator[None]:
+        """Held for a whole upload: uploads to one knowledge base run one after the other (so each sees
+        what the one before stored), and a delete waits until the upload has noticed and rolled back."""
+        with self._guard:
+            use = self._use(kb.collection)
+        with use.writer:
+            if kb.deleted.is_set() or not self.store.has_collection(kb.collection):
+                raise KnowledgeBaseDeleted(kb_deleted_message(kb))
+            yield
+
+    def check_exists(self, kb: OpenKB) -> None:
+        """Raise KnowledgeBaseDeleted if ``kb`` was deleted since it was opened (to explain a failure)."""
+        if kb.deleted.is_set() or not self.store.has_collection(kb.collection):
+            raise KnowledgeBaseDeleted(kb_deleted_message(kb))
 
     # -- listing ------------------------------------------------------------------------------
 
@@ -50,7 +88,10 @@ class KnowledgeBases:
             name = names.display_name(info.name)
             if name is None:
                 continue  # not ours: never listed or touched
-            documents, chunks = self.registry(info.name).totals()
+            try:
+                documents, chunks = self.registry(info.name).totals()
+            except KnowledgeBaseDeleted:
+                continue  # deleted while listing
             kbs.append(KnowledgeBase(name=name, collection=info.name, documents=documents, chunks=chunks,
                                      embedding_model=info.embedding_model, dim=info.dim))
         return sorted(kbs, key=lambda kb: kb.name.casefold())
@@ -63,7 +104,10 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"knowledge base '{clean}' does not exist")
         if check_model:
             self._check_model(clean, info)
-        return OpenKB(clean, collection, self.folder(collection), info, self.registry(collection))
+        registry = self.registry(collection)
+        with self._guard:
+            deleted = self._use(collection).deleted
+        return OpenKB(clean, collection, self.folder(collection), info, registry, deleted)
 
     def _check_model(self, name: str, info: CollectionInfo) -> None:
         model, dim = self._embedding_signature()
@@ -98,17 +142,26 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"cannot rename '{source.name}': knowledge base '{target_name}' already exists")
         self._discard_stale_folder(target)
         self.store.rename_collection(source.collection, target)
-        self._registries.pop(source.collection, None)
+        with self._guard:
+            self._registries.pop(source.collection, None)
         if source.folder.exists():
             source.folder.rename(self.folder(target))
         log.info("renamed knowledge base %r to %r", source.name, target_name)
         return next(kb for kb in self.list() if kb.collection == target)
 
     def delete(self, name: str) -> None:
+        """Running uploads see the flag at their next page or batch, roll back and stop; questions that
+        fail meanwhile say the knowledge base was deleted. Nothing of it is left on disk."""
         kb = self.open(name, check_model=False)
-        self.store.drop_collection(kb.collection)
-        self._registries.pop(kb.collection, None)
-        shutil.rmtree(kb.folder, ignore_errors=True)
+        with self._guard:
+            use = self._use(kb.collection)
+        use.deleted.set()
+        with use.writer:  # waits for a running upload to finish its rollback
+            with self._guard:
+                self.store.drop_collection(kb.collection)
+                self._registries.pop(kb.collection, None)
+                shutil.rmtree(kb.folder, ignore_errors=True)
+                self._uses.pop(kb.collection, None)  # a new knowledge base of that name starts afresh
         log.info("deleted knowledge base %r", kb.name)
 
     def _discard_stale_folder(self, collection: str) -> None:

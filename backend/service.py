@@ -126,7 +126,8 @@ class DocLens:
         return self.open_kb(kb_name, check_model=False).registry.documents()
 
     def find_document(self, kb: OpenKB, file: str) -> DocumentInfo:
-        doc = kb.registry.document_by_file(file) or kb.registry.document_by_file(Path(file).name)
+        from backend.ingestion import clean_file_name  # the name as stored: a long one is shortened
+        doc = kb.registry.document_by_file(file) or kb.registry.document_by_file(clean_file_name(file))
         if doc is None:
             raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{kb.name}'")
         return doc
@@ -186,7 +187,7 @@ class DocLens:
         items = collect_uploads(paths, display_names)
         if not items:
             raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
-        with self._ingest_lock:  # one upload at a time per server: 2 cores are busy enough with one
+        with self._ingest_lock, self.kbs.writing(kb):  # one upload at a time per server and per knowledge base
             return Ingestor(self.settings, self.store, self.embedder).run(kb, items, progress, cancel)
 
     # -- questions ----------------------------------------------------------------------------
@@ -200,6 +201,14 @@ class DocLens:
 
     def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
                 exclude: Sequence[str] = ()) -> SearchResult:
+        try:
+            return self._search_open(kb, question, doc, mode, top, exclude)
+        except DocLensError:
+            self.kbs.check_exists(kb)  # "was deleted", not the store's "collection ... does not exist"
+            raise
+
+    def _search_open(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
+                     exclude: Sequence[str]) -> SearchResult:
         if not question or not question.strip():
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:

@@ -74,6 +74,12 @@ class IngestSettings(_Section):
     figure_dpi: int = Field(default=150, ge=50, le=600)
     extract_tables: bool = True
     detect_vector_charts: bool = True
+    # What one file may cost (issue 11 item 8); each has a named error saying which setting it hit.
+    max_page_mm: float = Field(default=1200.0, gt=0)  # longest page side; A0 is 1189 mm
+    max_render_mpx: float = Field(default=16.0, gt=0)  # pixels of one page render (OCR, figures), in millions
+    max_page_chars: int = Field(default=200_000, ge=1000)  # characters in the text layer of one page
+    max_chunks: int = Field(default=20_000, ge=1)  # chunks of one document
+    max_stream_mb: float = Field(default=100.0, gt=0)  # one compressed stream unpacked, in MB
 
 
 class RetrievalSettings(_Section):

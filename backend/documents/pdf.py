@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import mmap
 import os
 import re
 from collections import Counter
@@ -22,11 +23,12 @@ from PIL import Image
 from backend.cpu import usable_cpus
 from backend.documents.figures import PageFigure, find_figures, image_boxes
 from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.limits import PageLimits, check_page_sizes, check_streams
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
-from backend.settings import Settings
+from backend.settings import IngestSettings, Settings
 from backend.types import PageText
 
 log = logging.getLogger(__name__)
@@ -55,6 +57,8 @@ class ParsedPage:
     figures: list[PageFigure] = field(default_factory=list)
     tables: int = 0
     empty_ocr: bool = False  # OCR ran and found no text
+    unreadable: bool = False  # pdfium could not load the page (e.g. a cycle in the page tree)
+    cut_objects: int = 0  # text objects pdfium cut at PDFIUM_STRING_LIMIT characters
 
     def to_page_text(self) -> PageText:
         return PageText(page=self.page, text=self.text, ocr=self.ocr)
@@ -76,12 +80,14 @@ def inspect_pdf(path: os.PathLike | str, settings: Settings) -> int:
         tail = handle.read()
     if b"%PDF-" not in head:
         raise DocumentError(f"{name}: not a PDF ({_guess_kind(head)})")
-    if b"%%EOF" not in tail:
+    if b"%%EOF" not in tail and not _has_eof_marker(path):
         raise DocumentError(f"{name}: the PDF is truncated or corrupt (no end-of-file marker)")
+    check_streams(path, name, settings.ingest)
     with PDFIUM_LOCK:
         pdf = open_pdf(path)
         try:
             pages = len(pdf)
+            check_page_sizes(pdf, name, settings.ingest)
         finally:
             pdf.close()
     if pages == 0:
@@ -89,6 +95,16 @@ def inspect_pdf(path: os.PathLike | str, settings: Settings) -> int:
     if pages > settings.ingest.max_pages:
         raise DocumentError(f"{name}: {pages} pages is over the limit of {settings.ingest.max_pages} pages")
     return pages
+
+
+def _has_eof_marker(path: Path) -> bool:
+    """Bytes after the last ``%%EOF`` (appended by some mailers and uploaders) do not make a PDF corrupt:
+    pdfium reads it, so look for the marker in the whole file, not only its end."""
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        found, size = data.rfind(b"%%EOF"), len(data)
+    if found >= 0:
+        log.warning("%s: %d bytes after the end-of-file marker are ignored", path.name, size - found - 5)
+    return found >= 0
 
 
 def _file_size(path: Path) -> int:
@@ -164,6 +180,8 @@ class _PageParser:
         self.scanned: dict[int, list] = {}  # page index -> its image boxes, for pages that need OCR
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
         self._ocr_ahead: Optional[_OCRAhead] = None
+        self.limits = PageLimits(path.name, settings.ingest)
+        self.unreadable: set[int] = set()  # page indexes pdfium cannot load
 
     def close(self) -> None:
         if self._ocr_ahead is not None:
@@ -178,9 +196,12 @@ class _PageParser:
         the pages (digits ignored): running headers and footers."""
         counts: Counter[tuple[str, str]] = Counter()
         for index in range(page_count):
-            page = self.pdf[index]
+            page = _load_page(self.pdf, index)
+            if page is None:
+                self.unreadable.add(index)
+                continue
             try:
-                lines = _read_page_lines(page)
+                lines = _read_page_lines(page, index, self.limits)
                 images = image_boxes(page)
                 height = page.get_height()
                 if is_scanned(lines, images, page.get_width() * height):
@@ -196,11 +217,15 @@ class _PageParser:
 
     # second pass -----------------------------------------------------------------------------
     def parse(self, index: int) -> ParsedPage:
-        page = self.pdf[index]
+        page = None if index in self.unreadable else _load_page(self.pdf, index)
+        if page is None:
+            return ParsedPage(index + 1, "", unreadable=True)
         try:
             if index in self.scanned:
                 return self._parse_scanned(page, index, self.scanned[index])
-            return self._parse_native(page, index, _read_page_lines(page), image_boxes(page))
+            parsed = self._parse_native(page, index, _read_page_lines(page, index, self.limits), image_boxes(page))
+            parsed.cut_objects = self.limits.cut_pages.get(index, 0)
+            return parsed
         finally:
             page.close()
 
@@ -214,7 +239,7 @@ class _PageParser:
             body = order_lines(remove_table_text(body, tables) + table_blocks(tables))
         ingest = self.settings.ingest
         figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
-                               ingest.min_figure_px, ingest.figure_dpi, ingest.detect_vector_charts)
+                               ingest.min_figure_px, self._figure_dpi(page, index), ingest.detect_vector_charts)
         return ParsedPage(index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables))
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:
@@ -250,15 +275,21 @@ class _PageParser:
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
-        figures = find_figures(page, index + 1, [], images, [], [], ingest.min_figure_px, ingest.figure_dpi,
+        figures = find_figures(page, index + 1, [], images, [], [], ingest.min_figure_px, self._figure_dpi(page, index),
                                vector_charts=False, max_image_share=MIN_IMAGE_COVER)
         log.debug("%s page %d: OCR %d chars", self.path.name, index + 1, len(text))
         return ParsedPage(index + 1, text, ocr=True, figures=figures, empty_ocr=not text.strip())
 
+    def _figure_dpi(self, page: pdfium.PdfPage, index: int) -> int:
+        """Figures are cut from the page: a page that fits max_render_mpx at this dpi bounds any figure."""
+        return int(self.limits.render_dpi(page.get_width(), page.get_height(), self.settings.ingest.figure_dpi, index))
+
     def _render_scan(self, index: int) -> Image.Image:
         page = self.pdf[index]
         try:
-            bitmap = page.render(scale=_ocr_dpi(self.settings.ocr.dpi, self.scanned[index]) / 72.0)
+            dpi = self.limits.render_dpi(page.get_width(), page.get_height(),
+                                         _ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
+            bitmap = page.render(scale=dpi / 72.0)
             try:
                 return bitmap.to_pil().convert("RGB")
             finally:
@@ -343,12 +374,22 @@ def _ocr_dpi(configured: int, images: Sequence[tuple]) -> float:
     return float(min(configured, max(150.0, max(native))))
 
 
-def _read_page_lines(page: pdfium.PdfPage) -> list[TextLine]:
+def _read_page_lines(page: pdfium.PdfPage, index: int, limits: PageLimits) -> list[TextLine]:
     textpage = page.get_textpage()
     try:
+        limits.check_text(page, textpage, index)  # before lines are built: ~300 bytes per character
         return read_lines(textpage)
     finally:
         textpage.close()
+
+
+def _load_page(pdf: pdfium.PdfDocument, index: int) -> Optional[pdfium.PdfPage]:
+    """The page, or None when pdfium cannot load it (a broken page tree): the other pages are still read."""
+    try:
+        return pdf[index]
+    except pdfium.PdfiumError as exc:
+        log.warning("page %d cannot be loaded (%s)", index + 1, exc)
+        return None
 
 
 def _margin_zone(line: TextLine, height: float) -> Optional[str]:
@@ -373,15 +414,16 @@ def is_scanned(lines: Sequence[TextLine], images: Sequence[tuple], page_area: fl
     return covered / page_area > MIN_IMAGE_COVER
 
 
-def has_scanned_pages(path: os.PathLike | str) -> bool:
+def has_scanned_pages(path: os.PathLike | str, settings: Optional[Settings] = None) -> bool:
     """Whether parsing will OCR any page: the same test, reading text only on pages with images."""
+    limits = PageLimits(Path(path).name, settings.ingest if settings is not None else IngestSettings())
     with PDFIUM_LOCK:
         pdf = open_pdf(Path(path))
         count = len(pdf)  # a pdfium call too
     try:
         for index in range(count):
             with PDFIUM_LOCK:  # page by page, so a preview waits for one page at most
-                if _page_is_scanned(pdf, index):
+                if _page_is_scanned(pdf, index, limits):
                     return True
         return False
     finally:
@@ -389,11 +431,14 @@ def has_scanned_pages(path: os.PathLike | str) -> bool:
             pdf.close()
 
 
-def _page_is_scanned(pdf: pdfium.PdfDocument, index: int) -> bool:
-    page = pdf[index]
+def _page_is_scanned(pdf: pdfium.PdfDocument, index: int, limits: PageLimits) -> bool:
+    page = _load_page(pdf, index)
+    if page is None:
+        return False
     try:
         images = image_boxes(page)
-        return bool(images) and is_scanned(_read_page_lines(page), images, page.get_width() * page.get_height())
+        return bool(images) and is_scanned(_read_page_lines(page, index, limits), images,
+                                           page.get_width() * page.get_height())
     finally:
         page.close()
 

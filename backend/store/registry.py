@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Optional
 
+from backend.errors import KnowledgeBaseDeleted
 from backend.types import DocumentInfo, Figure
 
 PENDING = "pending"
@@ -42,19 +43,28 @@ class Registry:
         self.path = folder / "registry.sqlite3"
         self._lock = threading.Lock()
         folder.mkdir(parents=True, exist_ok=True)
-        with self._db() as db:
-            db.executescript(_SCHEMA)
+        conn = sqlite3.connect(self.path, timeout=30)  # creates the file: _db only opens an existing one
+        try:
+            conn.executescript(_SCHEMA)
+        finally:
+            conn.close()
 
     @contextmanager
     def _db(self) -> Iterator[sqlite3.Connection]:
         # A short-lived connection per call: Gradio runs handlers on many threads.
         with self._lock:
+            if not self.path.exists():  # the folder went with its knowledge base: say so, never re-create it
+                raise KnowledgeBaseDeleted("the knowledge base was deleted")
             conn = sqlite3.connect(self.path, timeout=30)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.row_factory = sqlite3.Row
                 yield conn
                 conn.commit()
+            except sqlite3.OperationalError:
+                if not self.path.exists():  # removed while in use
+                    raise KnowledgeBaseDeleted("the knowledge base was deleted") from None
+                raise
             finally:
                 conn.close()
 

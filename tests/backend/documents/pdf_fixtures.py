@@ -40,7 +40,15 @@ def write_encrypted_pdf(path: Path, user_password: bytes = b"secret", owner_pass
         b"<< /Filter /Standard /V 1 /R 2 /O <" + o_value.hex().encode() + b"> /U <" + u_value.hex().encode()
         + b"> /P " + str(permissions).encode() + b" >>",
     ]
-    out = bytearray(b"%PDF-1.4\n")
+    trailer = b"/Encrypt 4 0 R /ID [<%s> <%s>]" % (file_id.hex().encode(), file_id.hex().encode())
+    return write_objects(path, objects, trailer=trailer, version=b"1.4")
+
+
+def write_objects(path: Path, objects: list[bytes], trailer: bytes = b"", tail: bytes = b"",
+                  version: bytes = b"1.7") -> Path:
+    """A PDF of the given object bodies (object 1 is the catalog) with a correct cross-reference table;
+    ``trailer`` adds entries to the trailer, ``tail`` comes after ``%%EOF``."""
+    out = bytearray(b"%PDF-" + version + b"\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
         offsets.append(len(out))
@@ -48,9 +56,8 @@ def write_encrypted_pdf(path: Path, user_password: bytes = b"secret", owner_pass
     xref = len(out)
     out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
     out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += (b"trailer\n<< /Size %d /Root 1 0 R /Encrypt 4 0 R /ID [<%s> <%s>] >>\nstartxref\n%d\n%%%%EOF\n"
-            % (len(objects) + 1, file_id.hex().encode(), file_id.hex().encode(), xref))
-    path.write_bytes(bytes(out))
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
+    path.write_bytes(bytes(out) + tail)
     return path
 
 

@@ -1,0 +1,110 @@
+"""Peak memory of ingesting each hostile PDF of issue 11, one child process per file.
+
+    nice .venv/bin/python -m tests.support.bench_hostile_pdfs [--abort-gb 4] [--only bomb,...]
+
+Each child creates a knowledge base in a fresh data folder, ingests one file with the configured
+limits (config.yaml) and prints its result and its peak RSS. A watchdog ends a child that passes
+``--abort-gb`` (so a run against old code cannot take the machine down); that file is reported as over.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from tests.backend.documents import hostile_pdfs  # noqa: E402
+from tests.conftest import BENCH, SAMPLES  # noqa: E402
+
+log = logging.getLogger("bench_hostile_pdfs")
+
+FILES = {  # the sizes from the issue; "good" (a 2-page paper) and "good_scan" (a 2-page scan) are baselines
+    "good": lambda p: p.write_bytes((SAMPLES / "物理公式示例文档.pdf").read_bytes()) and p,
+    "good_scan": lambda p: p.write_bytes((BENCH / "dev-zh" / "docs" / "zh_011.pdf").read_bytes()) and p,
+    "huge_page": lambda p: hostile_pdfs.huge_page(p, 14400),
+    "scanned_poster": lambda p: hostile_pdfs.scanned_poster(p, 1189),
+    "long_line_10mb": lambda p: hostile_pdfs.long_line(p, 10_000_000),
+    "long_line_2mb": lambda p: hostile_pdfs.long_line(p, 2_000_000),
+    "bomb_1gb": lambda p: hostile_pdfs.compression_bomb(p, 1024),
+    "page_cycle": hostile_pdfs.page_cycle,
+    "trailing_junk": hostile_pdfs.trailing_junk,
+    "long_text_object": lambda p: hostile_pdfs.long_text_object(p)[0],
+}
+
+
+def _rss_gb() -> float:
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024 / 1024
+    return 0.0
+
+
+def _watchdog(limit_gb: float) -> None:
+    while True:
+        if _rss_gb() > limit_gb:
+            print(json.dumps({"aborted": f"RSS passed {limit_gb} GB"}), flush=True)
+            os._exit(3)
+        time.sleep(0.05)
+
+
+def child(kind: str, folder: Path, abort_gb: float) -> None:
+    threading.Thread(target=_watchdog, args=(abort_gb,), daemon=True).start()
+    from backend.service import DocLens
+    from tests.conftest import make_settings
+
+    pdf = FILES[kind](folder / f"{kind}.pdf")
+    overrides = {k: v for k, v in os.environ.items() if k.startswith("DOCLENS_INGEST_")}  # e.g. other limits
+    with DocLens(make_settings(folder / "data", **overrides)) as service:
+        service.create_kb("bench")
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+        started = time.perf_counter()
+        result = service.ingest("bench", [pdf])[0]
+        seconds = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
+    print(json.dumps({"status": result.status, "chunks": result.chunks, "error": result.error,
+                      "seconds": round(seconds, 1), "file_kb": pdf.stat().st_size // 1024,
+                      "peak_rss_gb": round(peak, 2), "rss_before_gb": round(before, 2)}), flush=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--abort-gb", type=float, default=4.0)
+    parser.add_argument("--only", default="", help="comma-separated kinds: " + ", ".join(FILES))
+    parser.add_argument("--child", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--folder", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, Path(args.folder), args.abort_gb)
+        return 0
+    kinds = [k for k in args.only.split(",") if k] or list(FILES)
+    print(f"{'file':18} {'KB':>7} {'peak RSS':>9} {'s':>6}  result")
+    for kind in kinds:
+        with tempfile.TemporaryDirectory(prefix="bench-hostile-") as folder:
+            run = subprocess.run([sys.executable, "-m", "tests.support.bench_hostile_pdfs", "--child", kind,
+                                  "--folder", folder, "--abort-gb", str(args.abort_gb)],
+                                 cwd=REPO_ROOT, capture_output=True, text=True)
+        lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
+        report = json.loads(lines[-1]) if lines else {"aborted": f"exit {run.returncode}: {run.stderr[-300:]}"}
+        if "aborted" in report:
+            print(f"{kind:18} {'':>7} {'> ' + str(args.abort_gb) + ' GB':>9} {'':>6}  aborted: {report['aborted']}")
+            continue
+        print(f"{kind:18} {report['file_kb']:>7} {report['peak_rss_gb']:>7.2f}GB {report['seconds']:>6}  "
+              f"{report['status']} ({report['chunks']} chunks) {report['error'] or ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
