@@ -170,3 +170,41 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     [hit] = reopened.keyword_search("kb_6f6c64", "legacy", 5)
     assert (hit.row.id, hit.row.lang, hit.row.kind) == ("d1:0", "", "text")
     reopened.close()
+
+
+def reload_with_indexes(uri: str, name: str) -> None:
+    """Release and load through a second client: loading builds every sealed segment's index at once
+    (a background build could still be running otherwise, and brute force would hide the defect)."""
+    from pymilvus import MilvusClient
+    client = MilvusClient(uri=uri)
+    client.flush(name)
+    client.release_collection(name)
+    client.load_collection(name)
+
+
+def test_one_document_filter_returns_the_full_top_k(store):
+    """HNSW under a one-document filter stopped after ``ef`` candidates, almost all from other documents
+    (106 of 311 chunks at 100k; here 0 of 20): the document's rows must all be reachable."""
+    dim, rng = 16, np.random.default_rng(7)
+    towards = np.zeros(dim, dtype=np.float32)
+    towards[0] = 1.0
+
+    def near(centre: np.ndarray) -> np.ndarray:
+        v = centre + rng.normal(scale=0.3, size=dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    store.create_collection("kb_filter", dim, "test-model")
+    batch = [ChunkRow(id=f"d{d}:{i}", doc_id=f"d{d}", filename=f"d{d}.pdf", page=1, page_end=1, chunk_index=i,
+                      content=f"chunk {i}", vector=near(-towards if d == 0 else towards))
+             for d in range(30) for i in range(100)]
+    store.insert("kb_filter", batch)
+    store.seal("kb_filter")
+    reload_with_indexes(store.uri, "kb_filter")
+    query = near(towards)
+    hits = store.dense_search("kb_filter", query, 20, SearchFilter(include_doc_ids=["d0"]))
+    exact = sorted((r for r in batch if r.doc_id == "d0"), key=lambda r: -float(r.vector @ query))[:20]
+    assert [h.row.id for h in hits] == [r.id for r in exact]
+    assert hits[0].score == pytest.approx(float(exact[0].vector @ query), abs=1e-4)
+    assert all(h.row.doc_id == "d0" and h.row.content for h in hits)
+    others = store.dense_search("kb_filter", query, 20, SearchFilter(exclude_doc_ids=["d0"]))
+    assert len(others) == 20 and all(h.row.doc_id != "d0" for h in others)
