@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from pathlib import Path
@@ -27,6 +28,7 @@ MAX_CONTENT = 65535
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
 REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
+DESCRIPTION_PREFIX = "DocLens chunks "
 INSERT_BATCH = 256
 QUERY_BATCH = 1000
 # A document filter up to this many rows is scored exactly; HNSW under a selective filter stops early.
@@ -58,7 +60,7 @@ def filter_expression(where: Optional[SearchFilter]) -> str:
 
 
 class MilvusStore(VectorStore):
-    def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
+    def __init__(self, uri: str, token: str = "", index_type: str = "AUTOINDEX"):
         self.uri = uri
         self.index_type = index_type
         self._loaded: set[str] = set()
@@ -105,7 +107,7 @@ class MilvusStore(VectorStore):
         except MilvusException as exc:
             log.warning("cannot describe collection %s: %s", name, exc)
             return None
-        props = desc.get("properties") or {}
+        props = desc.get("properties") or _description_properties(desc.get("description", ""))
         fields = {f["name"]: f for f in desc.get("fields", [])}
         if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not REQUIRED_FIELDS <= set(fields):
             return None
@@ -120,17 +122,19 @@ class MilvusStore(VectorStore):
         return bool(self._call(f"check collection {name}", self._client.has_collection, name))
 
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
-        schema = self._schema(dim)
+        props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
+        schema = self._schema(dim, props)
         index = self._client.prepare_index_params()
         index.add_index("dense", **self._dense_index())
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
         self._call(f"create collection {name}", self._client.create_collection, name,
                    schema=schema, index_params=index, properties=props)
         self._loaded.add(name)
 
-    def _schema(self, dim: int):
-        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False, description="DocLens chunks")
+    def _schema(self, dim: int, props: Optional[dict[str, str]] = None):
+        # The properties go into the description too: Milvus Lite 2.5 drops collection properties.
+        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                            description=DESCRIPTION_PREFIX + json.dumps(props or {}))
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
         schema.add_field("doc_id", DataType.VARCHAR, max_length=128)
         schema.add_field("filename", DataType.VARCHAR, max_length=1024)
@@ -310,6 +314,16 @@ def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
     return entity
 
 
+def _description_properties(description: str) -> dict[str, str]:
+    if not description.startswith(DESCRIPTION_PREFIX):
+        return {}
+    try:
+        props = json.loads(description[len(DESCRIPTION_PREFIX):])
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in props.items()} if isinstance(props, dict) else {}
+
+
 def _fit_varchar(text: str) -> str:
     """Milvus limits VARCHAR by bytes; a chunk is far smaller, but never fail an upload over it."""
     data = text.encode("utf-8")
@@ -347,7 +361,8 @@ def _release_lite_store(uri: str) -> None:
 def _lite_store_locked(uri: str) -> bool:
     """Milvus Lite holds an exclusive flock on a file in its folder while a process has the store open."""
     import fcntl
-    for lock_file in [Path(uri) / "LOCK", *Path(uri).glob("*.lock")]:
+    store = Path(uri)  # Lite 3.x: a folder with a LOCK file; Lite 2.x: a file with a hidden .lock beside it
+    for lock_file in [store / "LOCK", *store.glob("*.lock"), store.parent / f".{store.name}.lock"]:
         try:
             with open(lock_file, "rb") as handle:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
