@@ -16,9 +16,7 @@ import os
 import re
 import resource
 import shutil
-import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +25,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from backend.settings import Settings
+from backend.store import lite_server
 from backend.store.base import ChunkRow, SearchFilter
 
 log = logging.getLogger(__name__)
@@ -343,51 +342,17 @@ def _run_size(settings: Settings, base: Base, chunks: int, folder: Path, server:
             build_kb(sized, base, chunks)
             (folder / "complete").write_text(f"{time.perf_counter() - started:.0f} s\n")
             if proc is not None:  # measure a restarted server, as after a reboot
-                _stop_server(proc)
+                lite_server.stop(proc)
                 proc, uri = _start_server(folder / "server-store", uri)
         return measure_size(sized, base, chunks, server_pid=proc.pid if proc else None)
     finally:
         if proc is not None:
-            _stop_server(proc)
+            lite_server.stop(proc)
 
 
 def _start_server(data_dir: Path, uri: str = "") -> tuple[subprocess.Popen, str]:
-    """`milvus-lite server` (3.x), or the 2.x engine's own binary listening on TCP instead of a socket."""
-    port = int(uri.rsplit(":", 1)[1]) if uri else _free_port()
-    try:
-        from milvus_lite.server import Server  # 2.x: the C++ engine
-    except ImportError:
-        exe = Path(sys.executable).parent / "milvus-lite"
-        args, env = [str(exe), "server", "--data-dir", str(data_dir), "--host", "127.0.0.1", "--port", str(port)], None
-    else:
-        data_dir.mkdir(parents=True, exist_ok=True)
-        binary = Server(str(data_dir / "milvus.db"), f"127.0.0.1:{port}")
-        args = [str(a) for a in binary.args]
-        env = {**os.environ, "LD_LIBRARY_PATH": str(Path(binary.milvus_bin).parent)}
-    proc = subprocess.Popen(args, env=env, cwd=str(data_dir.parent), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                return proc, f"http://127.0.0.1:{port}"
-        time.sleep(0.3)
-    proc.kill()
-    raise RuntimeError("milvus-lite server did not start")
-
-
-def _stop_server(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    port = int(uri.rsplit(":", 1)[1]) if uri else lite_server.free_port()
+    return lite_server.start(data_dir, port), f"http://127.0.0.1:{port}"
 
 
 def table(report: dict[str, Any]) -> str:

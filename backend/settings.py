@@ -25,7 +25,7 @@ class _Section(BaseModel):
 
 class MilvusSettings(_Section):
     uri: str = ""  # empty: a Milvus Lite store at <data_dir>/milvus.db
-    index_type: Literal["HNSW", "FLAT", "IVF_FLAT", "AUTOINDEX"] = "AUTOINDEX"
+    index_type: Literal["HNSW", "FLAT", "IVF_FLAT", "AUTOINDEX"] = "HNSW"
     token: Optional[SecretStr] = Field(default=None, exclude=True)
 
 

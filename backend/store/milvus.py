@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+import grpc
 import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
@@ -60,9 +61,10 @@ def filter_expression(where: Optional[SearchFilter]) -> str:
 
 
 class MilvusStore(VectorStore):
-    def __init__(self, uri: str, token: str = "", index_type: str = "AUTOINDEX"):
+    def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
         self.uri = uri
-        self.index_type = index_type
+        # Milvus Lite 2.x (the C++ engine) has no HNSW: its AUTOINDEX is the nearest it has.
+        self.index_type = "AUTOINDEX" if index_type == "HNSW" and _is_lite(uri) and _lite_engine_is_2x() else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
         self._lock = threading.RLock()
@@ -75,6 +77,7 @@ class MilvusStore(VectorStore):
         is_lite = _is_lite(uri)
         if is_lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
+            _check_store_format(uri)
         try:
             return MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
         except MilvusException as exc:
@@ -156,10 +159,46 @@ class MilvusStore(VectorStore):
         return {"index_type": self.index_type, "metric_type": "COSINE", "params": params}
 
     def rename_collection(self, old: str, new: str) -> None:
-        self._call(f"rename collection {old}", self._client.rename_collection, old, new)
+        try:
+            self._client.rename_collection(old, new)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {_short(exc)}") from None
+        except grpc.RpcError as exc:  # Milvus Lite 2.5 has no rename: copy the rows instead
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {exc.code()}") from None
+            self._copy_collection(old, new)
         self._loaded.discard(old)
         if old in self._legacy:
             self._legacy.add(new)
+
+    def _copy_collection(self, old: str, new: str) -> None:
+        info = self._collection_info(old)
+        if info is None:
+            raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: not a DocLens collection")
+        self.create_collection(new, info.dim, info.embedding_model)
+        try:
+            for batch in self._rows_with_vectors(old):
+                self.insert(new, batch)
+            self.seal(new)
+        except BaseException:
+            self.drop_collection(new)
+            raise
+        self.drop_collection(old)
+
+    def _rows_with_vectors(self, name: str) -> Iterable[list[ChunkRow]]:
+        self.load(name)
+        offset = 0
+        while True:
+            batch = self._call(f"read rows of {name}", self._client.query, name, filter="",
+                               output_fields=[*self._output_fields(name), "dense"], limit=QUERY_BATCH, offset=offset)
+            rows = [_entity_to_row(e) for e in batch]
+            for row, entity in zip(rows, batch):
+                row.vector = np.asarray(entity["dense"], dtype=np.float32)
+            if rows:
+                yield rows
+            offset += len(batch)
+            if len(batch) < QUERY_BATCH:
+                return
 
     def drop_collection(self, name: str) -> None:
         self._call(f"drop collection {name}", self._client.drop_collection, name)
@@ -358,16 +397,37 @@ def _release_lite_store(uri: str) -> None:
         release(uri)
 
 
+def _lite_engine_is_2x() -> bool:
+    try:
+        import milvus_lite.server  # noqa: F401  (only Lite 2.x has it: the C++ engine)
+    except ImportError:
+        return False
+    return True
+
+
+def _check_store_format(uri: str) -> None:
+    """Lite 3.x stores are folders, Lite 2.x stores SQLite files: neither engine reads the other's."""
+    store = Path(uri)
+    made_by = "3.x" if store.is_dir() else "2.x" if store.is_file() else None
+    running = "2.x" if _lite_engine_is_2x() else "3.x"
+    if made_by is not None and made_by != running:
+        raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite {made_by}, and this installation "
+                         f"runs Milvus Lite {running}, which cannot read it. Install the versions in "
+                         f"requirements.txt and upload the PDFs again into a new data folder (DOCLENS_DATA_DIR), "
+                         f"or move {uri} away")
+
+
 def _lite_store_locked(uri: str) -> bool:
-    """Milvus Lite holds an exclusive flock on a file in its folder while a process has the store open."""
+    """Milvus Lite 3.x holds a flock on ``LOCK`` in its folder; Lite 2.x a POSIX lock on ``.<file>.lock``."""
     import fcntl
-    store = Path(uri)  # Lite 3.x: a folder with a LOCK file; Lite 2.x: a file with a hidden .lock beside it
-    for lock_file in [store / "LOCK", *store.glob("*.lock"), store.parent / f".{store.name}.lock"]:
+    store = Path(uri)
+    for lock_file, lock, unlock in [(store / "LOCK", fcntl.flock, fcntl.flock),
+                                    (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf)]:
         try:
-            with open(lock_file, "rb") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(handle, fcntl.LOCK_UN)
-        except BlockingIOError:
+            with open(lock_file, "ab") as handle:
+                lock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                unlock(handle, fcntl.LOCK_UN)
+        except (BlockingIOError, PermissionError):
             return True
         except OSError:
             continue
@@ -377,7 +437,7 @@ def _lite_store_locked(uri: str) -> bool:
 def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
     if is_lite and _lite_store_locked(uri):
         return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
-                f"serve it with `milvus-lite server --data-dir {uri} --host 127.0.0.1 --port 19530` and set "
+                f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
                 f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
                 f"(README: Scaling out)")
     if is_lite:
