@@ -127,12 +127,26 @@ class MilvusStore(VectorStore):
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
         props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
         schema = self._schema(dim, props)
+        try:
+            self._client.create_collection(name, schema=schema, index_params=self._index_params(),
+                                           properties=props)
+        except MilvusException as exc:
+            if self.index_type != "HNSW" or "only support" not in _short(exc):
+                raise StoreError(f"Milvus ({self._where()}): create collection {name} failed: {_short(exc)}") from None
+            # Milvus Lite 2.x served over TCP has no HNSW either: its AUTOINDEX is the nearest it has.
+            log.info("Milvus at %s has no HNSW index: using AUTOINDEX", self._where())
+            self.index_type = "AUTOINDEX"
+            if self.has_collection(name):
+                self.drop_collection(name)
+            self._call(f"create collection {name}", self._client.create_collection, name, schema=schema,
+                       index_params=self._index_params(), properties=props)
+        self._loaded.add(name)
+
+    def _index_params(self):
         index = self._client.prepare_index_params()
         index.add_index("dense", **self._dense_index())
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        self._call(f"create collection {name}", self._client.create_collection, name,
-                   schema=schema, index_params=index, properties=props)
-        self._loaded.add(name)
+        return index
 
     def _schema(self, dim: int, props: Optional[dict[str, str]] = None):
         # The properties go into the description too: Milvus Lite 2.5 drops collection properties.

@@ -135,14 +135,13 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     # Knowledge bases made before lang/kind existed: listed, searchable, writable; read as unknown language.
     uri = str(tmp_path / "milvus.db")
     old = MilvusStore(uri)
-    schema = old._schema(DIM)
+    legacy = {"doclens.schema": "1", "doclens.embedding_model": "m", "doclens.dim": str(DIM)}
+    schema = old._schema(DIM, legacy)
     schema.fields[:] = [f for f in schema.fields if f.name not in ("lang", "kind")]
     index = old._client.prepare_index_params()
     index.add_index("dense", **old._dense_index())
     index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-    old._client.create_collection("kb_6f6c64", schema=schema, index_params=index,
-                                  properties={"doclens.schema": "1", "doclens.embedding_model": "m",
-                                              "doclens.dim": str(DIM)})
+    old._client.create_collection("kb_6f6c64", schema=schema, index_params=index, properties=legacy)
     old.close()
     reopened = MilvusStore(uri)
     assert [i.name for i in reopened.list_collections()] == ["kb_6f6c64"]
