@@ -77,6 +77,7 @@ class DocLens:
     def prepare_models_in_background(self) -> threading.Thread:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
+            text.query_terms("预热 warm-up")  # loads jieba's dictionary (~4 s) now, not in the first question
             try:
                 self.embedder
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
