@@ -259,7 +259,7 @@ def measure_size(settings: Settings, base: Base, chunks: int, server_pid: Option
         recall, files = filter_recall(service, base.questions[-FILTERED_QUESTIONS:], rng)
         filtered = [measure_questions(service, questions[:WARMUP + 1], doc=f)["p95_ms"] for f in files[:10]]
         after_upload = _after_upload(service, base, chunks, questions)
-        rss_mb = _rss_mb()  # before closing: Lite 2.x runs its engine as a child process
+        rss_mb = _rss_mb(exclude=server_pid)  # before closing: Lite 2.x runs its engine as a child process
     finally:
         service.close()
     return {"chunks": chunks, **figures, "filtered_p95_ms": round(float(np.percentile(filtered, 95)), 1),
@@ -286,10 +286,12 @@ def _after_upload(service, base: Base, chunks: int, questions: Sequence[str]) ->
         service.store.seal(kb.collection)
 
 
-def _rss_mb(pid: Optional[int] = None) -> float:
+def _rss_mb(pid: Optional[int] = None, exclude: Optional[int] = None) -> float:
+    """RSS of a process and its children (Lite 2.x's engine), without the server process we started."""
     import psutil
     process = psutil.Process(pid) if pid else psutil.Process()
-    return round(sum(p.memory_info().rss for p in [process, *process.children(recursive=True)]) / 2**20, 0)
+    tree = [process, *(p for p in process.children(recursive=True) if p.pid != exclude)]
+    return round(sum(p.memory_info().rss for p in tree) / 2**20, 0)
 
 
 def _peak_rss_mb() -> float:
