@@ -66,7 +66,7 @@ def test_second_process_gets_a_clear_message(tmp_path):
         result = run(["kb", "list"], tmp_path)
         assert result.returncode == 1
         line = result.stderr.strip()
-        assert "\n" not in line and "in use by another DocLens process" in line and "milvus-lite server" in line
+        assert "\n" not in line and "in use by another DocLens process" in line and "lite_server --store" in line
     finally:
         holder.kill()
         holder.wait()

@@ -13,7 +13,7 @@ from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
 
 log = logging.getLogger("doclens")
-COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "search", "ask", "summary", "eval",
+COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "bench-search", "search", "ask", "summary", "eval",
             "calibrate", "selftest"}
 
 
@@ -131,6 +131,11 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_ingest)
+    p = sub.add_parser("bench-search", parents=[common], help="search speed, memory and filter recall, 1k-300k chunks")
+    p.add_argument("--chunks", default="1000,10000,100000", help="comma-separated knowledge base sizes")
+    p.add_argument("--server", action="store_true", help="through a `milvus-lite server` process on 127.0.0.1")
+    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    p.set_defaults(handler=cmd_bench_search)
 
 
 def _add_question_commands(sub, common) -> None:
@@ -284,6 +289,14 @@ def cmd_bench_ingest(args, settings: Settings) -> int:
     report = benchmark_ingest(settings, [Path(p) for p in args.paths])
     for key, value in report.items():
         print(f"{key:24} {value}")
+    _write_json(args.json, report)
+    return 0
+
+
+def cmd_bench_search(args, settings: Settings) -> int:
+    from backend.bench_search import DEFAULT_BENCH, run, table
+    report = run(settings, [int(c) for c in args.chunks.split(",")], DEFAULT_BENCH, server=args.server)
+    print(table(report))
     _write_json(args.json, report)
     return 0
 

@@ -78,6 +78,14 @@ class VectorStore(ABC):
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None: ...
 
     @abstractmethod
+    def seal(self, name: str) -> None:
+        """After an upload: persist buffered rows into indexed segments, then ``warm``."""
+
+    @abstractmethod
+    def warm(self, name: str) -> None:
+        """Load the collection and build whatever its first search would otherwise build."""
+
+    @abstractmethod
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None: ...
 
     @abstractmethod

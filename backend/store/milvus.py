@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+import grpc
 import numpy as np
 from pymilvus import DataType, Function, FunctionType, MilvusClient
 from pymilvus.exceptions import MilvusException
@@ -28,8 +30,12 @@ MAX_CONTENT = 65535
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
 REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
+DESCRIPTION_PREFIX = "DocLens chunks "
 INSERT_BATCH = 256
 QUERY_BATCH = 1000
+# A document filter up to this many rows is scored exactly; HNSW under a selective filter stops early.
+EXACT_FILTER_ROWS = 5000  # rows read with their text: one query, no second round trip
+FILTERED_EF = 512  # HNSW search breadth when a larger filtered set goes through the index
 
 
 def quote(value: str) -> str:
@@ -58,7 +64,8 @@ def filter_expression(where: Optional[SearchFilter]) -> str:
 class MilvusStore(VectorStore):
     def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
         self.uri = uri
-        self.index_type = index_type
+        # Milvus Lite 2.x (the C++ engine) has no HNSW: its AUTOINDEX is the nearest it has.
+        self.index_type = "AUTOINDEX" if index_type == "HNSW" and _is_lite(uri) and _lite_engine_is_2x() else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
         self._lock = threading.RLock()
@@ -71,6 +78,7 @@ class MilvusStore(VectorStore):
         is_lite = _is_lite(uri)
         if is_lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
+            _check_store_format(uri)
         try:
             return MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
         except MilvusException as exc:
@@ -103,7 +111,7 @@ class MilvusStore(VectorStore):
         except MilvusException as exc:
             log.warning("cannot describe collection %s: %s", name, exc)
             return None
-        props = desc.get("properties") or {}
+        props = desc.get("properties") or _description_properties(desc.get("description", ""))
         fields = {f["name"]: f for f in desc.get("fields", [])}
         if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not REQUIRED_FIELDS <= set(fields):
             return None
@@ -118,17 +126,33 @@ class MilvusStore(VectorStore):
         return bool(self._call(f"check collection {name}", self._client.has_collection, name))
 
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
-        schema = self._schema(dim)
+        props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
+        schema = self._schema(dim, props)
+        try:
+            self._client.create_collection(name, schema=schema, index_params=self._index_params(),
+                                           properties=props)
+        except MilvusException as exc:
+            if self.index_type != "HNSW" or "only support" not in _short(exc):
+                raise StoreError(f"Milvus ({self._where()}): create collection {name} failed: {_short(exc)}") from None
+            # Milvus Lite 2.x served over TCP has no HNSW either: its AUTOINDEX is the nearest it has.
+            log.info("Milvus at %s has no HNSW index: using AUTOINDEX", self._where())
+            self.index_type = "AUTOINDEX"
+            if self.has_collection(name):
+                self.drop_collection(name)
+            self._call(f"create collection {name}", self._client.create_collection, name, schema=schema,
+                       index_params=self._index_params(), properties=props)
+        self._loaded.add(name)
+
+    def _index_params(self):
         index = self._client.prepare_index_params()
         index.add_index("dense", **self._dense_index())
         index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
-        self._call(f"create collection {name}", self._client.create_collection, name,
-                   schema=schema, index_params=index, properties=props)
-        self._loaded.add(name)
+        return index
 
-    def _schema(self, dim: int):
-        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False, description="DocLens chunks")
+    def _schema(self, dim: int, props: Optional[dict[str, str]] = None):
+        # The properties go into the description too: Milvus Lite 2.5 drops collection properties.
+        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False,
+                                            description=DESCRIPTION_PREFIX + json.dumps(props or {}))
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
         schema.add_field("doc_id", DataType.VARCHAR, max_length=128)
         schema.add_field("filename", DataType.VARCHAR, max_length=1024)
@@ -150,10 +174,46 @@ class MilvusStore(VectorStore):
         return {"index_type": self.index_type, "metric_type": "COSINE", "params": params}
 
     def rename_collection(self, old: str, new: str) -> None:
-        self._call(f"rename collection {old}", self._client.rename_collection, old, new)
+        try:
+            self._client.rename_collection(old, new)
+        except MilvusException as exc:
+            raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {_short(exc)}") from None
+        except grpc.RpcError as exc:  # Milvus Lite 2.5 has no rename: copy the rows instead
+            if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
+                raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {exc.code()}") from None
+            self._copy_collection(old, new)
         self._loaded.discard(old)
         if old in self._legacy:
             self._legacy.add(new)
+
+    def _copy_collection(self, old: str, new: str) -> None:
+        info = self._collection_info(old)
+        if info is None:
+            raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: not a DocLens collection")
+        self.create_collection(new, info.dim, info.embedding_model)
+        try:
+            for batch in self._rows_with_vectors(old):
+                self.insert(new, batch)
+            self.seal(new)
+        except BaseException:
+            self.drop_collection(new)
+            raise
+        self.drop_collection(old)
+
+    def _rows_with_vectors(self, name: str) -> Iterable[list[ChunkRow]]:
+        self.load(name)
+        offset = 0
+        while True:
+            batch = self._call(f"read rows of {name}", self._client.query, name, filter="",
+                               output_fields=[*self._output_fields(name), "dense"], limit=QUERY_BATCH, offset=offset)
+            rows = [_entity_to_row(e) for e in batch]
+            for row, entity in zip(rows, batch):
+                row.vector = np.asarray(entity["dense"], dtype=np.float32)
+            if rows:
+                yield rows
+            offset += len(batch)
+            if len(batch) < QUERY_BATCH:
+                return
 
     def drop_collection(self, name: str) -> None:
         self._call(f"drop collection {name}", self._client.drop_collection, name)
@@ -167,6 +227,26 @@ class MilvusStore(VectorStore):
             self._collection_info(name)  # learns whether it is a schema-1 collection
             self._call(f"load collection {name}", self._client.load_collection, name)
             self._loaded.add(name)
+
+    def seal(self, name: str) -> None:
+        """After an upload: move the rows from the write buffer into a sealed, indexed segment.
+
+        Milvus Lite keeps rows in memory until 128 MB (~45k chunks) and searches them by brute force
+        until then; a server seals on its own schedule. Then build what the first search would build."""
+        self.load(name)
+        self._call(f"flush {name}", self._client.flush, name)
+        self.warm(name)
+
+    def warm(self, name: str) -> None:
+        """Load the collection and run one search of each kind, so per-segment indexes (Milvus Lite 3.x
+        builds its BM25 index in Python on the first keyword search) are ready before a user asks."""
+        self.load(name)
+        info = self.describe(name)
+        if info is None or not info.dim:
+            return
+        probe = np.ones(info.dim, dtype=np.float32) / np.sqrt(info.dim)
+        self.dense_search(name, probe, 1)
+        self.keyword_search(name, "warm", 1)
 
     def count(self, name: str) -> int:
         self.load(name)
@@ -191,14 +271,39 @@ class MilvusStore(VectorStore):
     def dense_search(self, name: str, vector: np.ndarray, limit: int,
                      where: Optional[SearchFilter] = None) -> list[Hit]:
         self.load(name)
+        filtered = where is not None and where.include_doc_ids is not None
+        if filtered:
+            exact = self._exact_dense_search(name, vector, limit, where)
+            if exact is not None:
+                return exact
         params: dict[str, Any] = {"metric_type": "COSINE"}
         if self.index_type == "HNSW":
-            params["params"] = {"ef": max(64, limit)}
+            params["params"] = {"ef": max(FILTERED_EF if filtered else 64, limit)}
         result = self._call(f"search {name}", self._client.search, name,
                             data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="dense",
                             limit=limit, output_fields=self._output_fields(name), filter=filter_expression(where),
                             search_params=params)
         return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+
+    def _exact_dense_search(self, name: str, vector: np.ndarray, limit: int,
+                            where: SearchFilter) -> Optional[list[Hit]]:
+        """The full top-k within a few documents: their rows scored exactly (None: too many rows).
+
+        Milvus Lite's HNSW walk ends after ``ef`` candidates, nearly all outside a one-document filter:
+        it returned 106 of 311 in-document chunks at 100k. Scoring the document's own rows cannot miss."""
+        expr = filter_expression(where)
+        rows = self._call(f"read vectors of {name}", self._client.query, name, filter=expr,
+                          output_fields=[*self._output_fields(name), "dense"], limit=EXACT_FILTER_ROWS + 1)
+        if len(rows) > EXACT_FILTER_ROWS:
+            return None
+        if not rows:
+            return []
+        matrix = np.asarray([r["dense"] for r in rows], dtype=np.float32)
+        query = np.asarray(vector, dtype=np.float32)
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        scores = matrix @ query / np.where(norms == 0, 1.0, norms)
+        best = np.argsort(-scores, kind="stable")[:limit]
+        return [Hit(_entity_to_row(rows[i]), float(scores[i])) for i in best]
 
     def keyword_search(self, name: str, text: str, limit: int,
                        where: Optional[SearchFilter] = None) -> list[Hit]:
@@ -259,6 +364,16 @@ def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
     return entity
 
 
+def _description_properties(description: str) -> dict[str, str]:
+    if not description.startswith(DESCRIPTION_PREFIX):
+        return {}
+    try:
+        props = json.loads(description[len(DESCRIPTION_PREFIX):])
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in props.items()} if isinstance(props, dict) else {}
+
+
 def _fit_varchar(text: str) -> str:
     """Milvus limits VARCHAR by bytes; a chunk is far smaller, but never fail an upload over it."""
     data = text.encode("utf-8")
@@ -288,15 +403,37 @@ def _release_lite_store(uri: str) -> None:
         release(uri)
 
 
+def _lite_engine_is_2x() -> bool:
+    try:
+        import milvus_lite.server  # noqa: F401  (only Lite 2.x has it: the C++ engine)
+    except ImportError:
+        return False
+    return True
+
+
+def _check_store_format(uri: str) -> None:
+    """Lite 3.x stores are folders, Lite 2.x stores SQLite files: neither engine reads the other's."""
+    store = Path(uri)
+    made_by = "3.x" if store.is_dir() else "2.x" if store.is_file() else None
+    running = "2.x" if _lite_engine_is_2x() else "3.x"
+    if made_by is not None and made_by != running:
+        raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite {made_by}, and this installation "
+                         f"runs Milvus Lite {running}, which cannot read it. Install the versions in "
+                         f"requirements.txt and upload the PDFs again into a new data folder (DOCLENS_DATA_DIR), "
+                         f"or move {uri} away")
+
+
 def _lite_store_locked(uri: str) -> bool:
-    """Milvus Lite holds an exclusive flock on a file in its folder while a process has the store open."""
+    """Milvus Lite 3.x holds a flock on ``LOCK`` in its folder; Lite 2.x a POSIX lock on ``.<file>.lock``."""
     import fcntl
-    for lock_file in [Path(uri) / "LOCK", *Path(uri).glob("*.lock")]:
+    store = Path(uri)
+    for lock_file, lock, unlock in [(store / "LOCK", fcntl.flock, fcntl.flock),
+                                    (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf)]:
         try:
-            with open(lock_file, "rb") as handle:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                fcntl.flock(handle, fcntl.LOCK_UN)
-        except BlockingIOError:
+            with open(lock_file, "ab") as handle:
+                lock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                unlock(handle, fcntl.LOCK_UN)
+        except (BlockingIOError, PermissionError):
             return True
         except OSError:
             continue
@@ -306,7 +443,7 @@ def _lite_store_locked(uri: str) -> bool:
 def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
     if is_lite and _lite_store_locked(uri):
         return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
-                f"serve it with `milvus-lite server --data-dir {uri} --host 127.0.0.1 --port 19530` and set "
+                f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
                 f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
                 f"(README: Scaling out)")
     if is_lite:

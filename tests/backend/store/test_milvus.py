@@ -2,48 +2,26 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from backend.errors import StoreError
+from backend.store import lite_server
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.milvus import MilvusStore, filter_expression, quote
 
 DIM = 8
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def milvus_server(tmp_path_factory):
-    """A Milvus Lite gRPC server: the same protocol a Milvus standalone speaks."""
-    port = free_port()
-    data = tmp_path_factory.mktemp("server-store")
-    exe = Path(sys.executable).parent / "milvus-lite"
-    proc = subprocess.Popen([str(exe), "server", "--data-dir", str(data / "store"), "--host", "127.0.0.1",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.3)
-    else:
-        proc.kill()
-        pytest.fail("milvus-lite server did not start")
+    """A Milvus Lite server on TCP: the same protocol a Milvus standalone speaks."""
+    port = lite_server.free_port()
+    proc = lite_server.start(tmp_path_factory.mktemp("server-store") / "store", port)
     yield f"http://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=30)
+    lite_server.stop(proc)
 
 
 @pytest.fixture(params=["lite", "server"])
@@ -76,8 +54,8 @@ def test_create_list_insert_search_delete(store):
     store.insert("kb_6869", rows("d\"2", ["另一个文档 another document about energy"], filename='q"uote.pdf'))
     assert store.count("kb_6869") == 3
 
-    dense = store.dense_search("kb_6869", vec(0), 3)
-    assert dense[0].row.id == "d1:0" and dense[0].score == pytest.approx(1.0, abs=1e-3)
+    dense = store.dense_search("kb_6869", vec(0), 3)  # d1:0 and d"2:0 share a vector: either may come first
+    assert {h.row.id for h in dense[:2]} == {"d1:0", 'd"2:0'} and dense[0].score == pytest.approx(1.0, abs=1e-3)
     keyword = store.keyword_search("kb_6869", "能量守恒", 3)
     assert keyword and keyword[0].row.id == "d1:0"
     english = store.keyword_search("kb_6869", "revenue", 3)
@@ -102,6 +80,8 @@ def test_rename_keeps_rows_and_drop_removes(store):
     store.rename_collection("kb_61", "kb_62")
     assert not store.has_collection("kb_61") and store.has_collection("kb_62")
     assert store.count("kb_62") == 1
+    [hit] = store.dense_search("kb_62", vec(0), 1)  # rows, vectors and the BM25 index came along
+    assert hit.row.content == "hello world" and store.keyword_search("kb_62", "hello", 1)[0].row.id == "d1:0"
     store.drop_collection("kb_62")
     assert not store.has_collection("kb_62")
 
@@ -136,7 +116,7 @@ def test_filter_values_are_escaped():
 
 
 def test_unreachable_server_is_one_clear_line():
-    uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    uri = f"http://127.0.0.1:{lite_server.free_port()}"  # nothing listens there
     with pytest.raises(StoreError, match=f"cannot reach Milvus at {uri}"):
         MilvusStore(uri)
 
@@ -155,14 +135,13 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     # Knowledge bases made before lang/kind existed: listed, searchable, writable; read as unknown language.
     uri = str(tmp_path / "milvus.db")
     old = MilvusStore(uri)
-    schema = old._schema(DIM)
+    legacy = {"doclens.schema": "1", "doclens.embedding_model": "m", "doclens.dim": str(DIM)}
+    schema = old._schema(DIM, legacy)
     schema.fields[:] = [f for f in schema.fields if f.name not in ("lang", "kind")]
     index = old._client.prepare_index_params()
     index.add_index("dense", **old._dense_index())
     index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-    old._client.create_collection("kb_6f6c64", schema=schema, index_params=index,
-                                  properties={"doclens.schema": "1", "doclens.embedding_model": "m",
-                                              "doclens.dim": str(DIM)})
+    old._client.create_collection("kb_6f6c64", schema=schema, index_params=index, properties=legacy)
     old.close()
     reopened = MilvusStore(uri)
     assert [i.name for i in reopened.list_collections()] == ["kb_6f6c64"]
@@ -170,3 +149,41 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     [hit] = reopened.keyword_search("kb_6f6c64", "legacy", 5)
     assert (hit.row.id, hit.row.lang, hit.row.kind) == ("d1:0", "", "text")
     reopened.close()
+
+
+def reload_with_indexes(uri: str, name: str) -> None:
+    """Release and load through a second client: loading builds every sealed segment's index at once
+    (a background build could still be running otherwise, and brute force would hide the defect)."""
+    from pymilvus import MilvusClient
+    client = MilvusClient(uri=uri)
+    client.flush(name)
+    client.release_collection(name)
+    client.load_collection(name)
+
+
+def test_one_document_filter_returns_the_full_top_k(store):
+    """HNSW under a one-document filter stopped after ``ef`` candidates, almost all from other documents
+    (106 of 311 chunks at 100k; here 0 of 20): the document's rows must all be reachable."""
+    dim, rng = 16, np.random.default_rng(7)
+    towards = np.zeros(dim, dtype=np.float32)
+    towards[0] = 1.0
+
+    def near(centre: np.ndarray) -> np.ndarray:
+        v = centre + rng.normal(scale=0.3, size=dim).astype(np.float32)
+        return v / np.linalg.norm(v)
+
+    store.create_collection("kb_filter", dim, "test-model")
+    batch = [ChunkRow(id=f"d{d}:{i}", doc_id=f"d{d}", filename=f"d{d}.pdf", page=1, page_end=1, chunk_index=i,
+                      content=f"chunk {i}", vector=near(-towards if d == 0 else towards))
+             for d in range(30) for i in range(100)]
+    store.insert("kb_filter", batch)
+    store.seal("kb_filter")
+    reload_with_indexes(store.uri, "kb_filter")
+    query = near(towards)
+    hits = store.dense_search("kb_filter", query, 20, SearchFilter(include_doc_ids=["d0"]))
+    exact = sorted((r for r in batch if r.doc_id == "d0"), key=lambda r: -float(r.vector @ query))[:20]
+    assert [h.row.id for h in hits] == [r.id for r in exact]
+    assert hits[0].score == pytest.approx(float(exact[0].vector @ query), abs=1e-4)
+    assert all(h.row.doc_id == "d0" and h.row.content for h in hits)
+    others = store.dense_search("kb_filter", query, 20, SearchFilter(exclude_doc_ids=["d0"]))
+    assert len(others) == 20 and all(h.row.doc_id != "d0" for h in others)
