@@ -15,16 +15,17 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 from PIL import Image
 
-from backend.documents.layout import CJK_CHAR
+from backend.documents.layout import CJK_CHAR, TextLine, order_lines
 from backend.errors import DocumentError
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
+_OCR_SIZE_SHARE = 0.8  # font size over the height of a recognised line's box
 
 
 class OCREngine(Protocol):
@@ -61,39 +62,32 @@ def join_words(left: str, right: str) -> str:
 
 
 def boxes_to_text(boxes: Sequence[OCRBox]) -> str:
-    """Order boxes top to bottom, merge boxes on the same row, and start a paragraph at big gaps."""
-    rows = _group_rows(sorted(boxes, key=lambda b: (b.y0 + b.y1) / 2))
-    if not rows:
+    """Boxes in reading order (the same XY-cut as native pages: columns, full-width blocks), one line per
+    row, a blank line where a paragraph, a block or a column starts."""
+    lines = [TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
+             for b in boxes if b.text.strip()]  # y flipped: the ordering works in PDF orientation
+    if not lines:
         return ""
-    heights = sorted(max(b.height for b in row) for row in rows)
+    heights = sorted(ln.height for ln in lines)
     typical = heights[len(heights) // 2]
     out: list[str] = []
-    previous_bottom: Optional[float] = None
-    for row in rows:
-        text = ""
-        for box in sorted(row, key=lambda b: b.x0):
-            text = join_words(text, box.text.strip())
-        top = min(b.y0 for b in row)
-        if previous_bottom is not None and top - previous_bottom > 0.9 * typical and out:
-            out.append("")  # a gap taller than a line: new paragraph
-        out.append(text)
-        previous_bottom = max(b.y1 for b in row)
+    previous: Optional[TextLine] = None
+    for line in order_lines(lines):
+        if previous is not None and previous.column == line.column and _one_row(previous, line):
+            out[-1] = join_words(out[-1], line.text)
+            previous = line
+            continue
+        if previous is not None and (line.column != previous.column or line.y1 > previous.y1
+                                     or previous.y0 - line.y1 > 0.9 * typical):
+            out.append("")  # a gap taller than a line, or the next column: new paragraph
+        out.append(line.text)
+        previous = line
     return "\n".join(out).strip()
 
 
-def _group_rows(boxes: Iterable[OCRBox]) -> list[list[OCRBox]]:
-    rows: list[list[OCRBox]] = []
-    for box in boxes:
-        if rows:
-            row = rows[-1]
-            top = min(b.y0 for b in row)
-            bottom = max(b.y1 for b in row)
-            overlap = min(bottom, box.y1) - max(top, box.y0)
-            if overlap > 0.5 * min(box.height, bottom - top):
-                row.append(box)
-                continue
-        rows.append([box])
-    return rows
+def _one_row(a: TextLine, b: TextLine) -> bool:
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return overlap > 0.5 * min(a.height, b.height) and b.x0 >= a.x1 - 1.0
 
 
 class RapidOCREngine:
