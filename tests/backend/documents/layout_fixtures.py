@@ -102,3 +102,24 @@ def fix_astral_to_unicode(path: Path) -> Path:
     head = data[:count_start] + count.rjust(start - count_start)
     path.write_bytes(head + body + b" " * (end - start - len(body)) + data[end:])
     return path
+
+
+def write_placed_lines_pdf(path: Path, pages: Sequence[Sequence[tuple[float, str, float]]],
+                           font: str = DEJAVU, width: float = 420, height: float = 595) -> Path:
+    """Pages of lines (x, text, font size), each line 1.4 sizes below the previous; x < 0 centres it."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    name = _font(Path(font).stem, font)
+    canvas = Canvas(str(path), pagesize=(width, height))
+    for lines in pages:
+        y = height - 60
+        for x, text, size in lines:
+            canvas.setFont(name, size)
+            if x < 0:
+                canvas.drawCentredString(width / 2, y, text)
+            else:
+                canvas.drawString(x, y, text)
+            y -= 1.4 * size + (6 if size > 11 else 0)
+        canvas.showPage()
+    canvas.save()
+    return path
