@@ -61,28 +61,79 @@ def join_words(left: str, right: str) -> str:
     return left + " " + right
 
 
-def boxes_to_text(boxes: Sequence[OCRBox]) -> str:
+def page_text(boxes: Sequence[OCRBox], image: Image.Image, use_layout_model: bool = True) -> str:
+    """The page's text from its OCR boxes; when they form columns (geometry alone is unsure on a scan:
+    no image objects mark the figures) the layout model's regions join in."""
+    if use_layout_model and boxes and _has_columns(boxes):
+        from backend.documents.layout_model import layout_model
+
+        return boxes_to_text(boxes, layout_model().regions(image), image.height)
+    return boxes_to_text(boxes)
+
+
+def _has_columns(boxes: Sequence[OCRBox]) -> bool:
+    return any(line.column for line in order_lines(_text_lines(boxes)))
+
+
+def _text_lines(boxes: Sequence[OCRBox]) -> list[TextLine]:
+    # y flipped: the ordering works in PDF orientation
+    return [TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
+            for b in boxes if b.text.strip()]
+
+
+def boxes_to_text(boxes: Sequence[OCRBox], regions: Sequence = (), page_height: float = 0.0) -> str:
     """Boxes in reading order (the same XY-cut as native pages: columns, full-width blocks), one line per
-    row, a blank line where a paragraph, a block or a column starts."""
-    lines = [TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
-             for b in boxes if b.text.strip()]  # y flipped: the ordering works in PDF orientation
+    row, a blank line where a paragraph, a block or a column starts. Layout-model ``regions`` (image
+    pixels): figures take part in the cut, headers and footers are dropped, an equation's lines stay
+    together."""
+    from backend.documents.layout_model import margin_regions
+
+    margins = [r.box for r in margin_regions(list(regions), page_height)] if regions else []
+    lines = [ln for ln in _text_lines(boxes) if not any(_inside(ln, _flip(m)) for m in margins)]
     if not lines:
         return ""
+    figures = [_flip(r.box) for r in regions if r.label == "figure"]
+    equations = [_flip(r.box) for r in regions if r.label == "equation"]
+    lines = _figure_text_as_blocks(lines, figures)
     heights = sorted(ln.height for ln in lines)
     typical = heights[len(heights) // 2]
     out: list[str] = []
     previous: Optional[TextLine] = None
-    for line in order_lines(lines):
-        if previous is not None and previous.column == line.column and _one_row(previous, line):
+    for line in order_lines(lines, figures):
+        line.equation = any(_inside(line, e) for e in equations)
+        if previous is not None and not (previous.block or line.block) and (
+                previous.column == line.column and _one_row(previous, line) or previous.equation and line.equation):
             out[-1] = join_words(out[-1], line.text)
             previous = line
             continue
         if previous is not None and (line.column != previous.column or line.y1 > previous.y1
-                                     or previous.y0 - line.y1 > 0.9 * typical):
-            out.append("")  # a gap taller than a line, or the next column: new paragraph
+                                     or previous.y0 - line.y1 > 0.9 * typical or previous.equation != line.equation
+                                     or previous.block or line.block):
+            out.append("")  # a gap taller than a line, the next column, an equation: new paragraph
         out.append(line.text)
         previous = line
     return "\n".join(out).strip()
+
+
+def _figure_text_as_blocks(lines: list[TextLine], figures: Sequence) -> list[TextLine]:
+    """The words inside a figure (axis labels, legends) as one block where the figure is: it spans the
+    columns like the figure, and its labels stay searchable without cutting into the text."""
+    for box in figures:
+        inside = [ln for ln in lines if _inside(ln, box)]
+        if inside:
+            labels = " ".join(ln.text for ln in order_lines(inside))
+            lines = [ln for ln in lines if not _inside(ln, box)]
+            lines.append(TextLine(labels, tuple(box), max(ln.size for ln in inside), block=True))
+    return lines
+
+
+def _flip(box) -> tuple[float, float, float, float]:
+    return (box[0], -box[3], box[2], -box[1])
+
+
+def _inside(line: TextLine, box) -> bool:
+    cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
 
 
 def _one_row(a: TextLine, b: TextLine) -> bool:
@@ -129,7 +180,7 @@ class RapidOCREngine:
         boxes = [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
                         float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
                  for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
-        return boxes_to_text(boxes)
+        return page_text(boxes, image)
 
 
 class PaddleOCREngine:
@@ -175,7 +226,7 @@ class PaddleOCREngine:
             for text, box in zip(res["rec_texts"], res["rec_boxes"]):
                 if text and text.strip():
                     boxes.append(OCRBox(text, float(box[0]), float(box[1]), float(box[2]), float(box[3])))
-        return boxes_to_text(boxes)
+        return page_text(boxes, image)
 
 
 class PPStructureAPIEngine:

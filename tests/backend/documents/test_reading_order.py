@@ -64,3 +64,44 @@ def test_ocr_boxes_of_two_columns_are_read_column_by_column():
                      + [f"left column line {r} with enough words to fill it" for r in range(4)]
                      + [f"right column line {r} with enough words to fill it" for r in range(4)]
                      + ["A footnote as wide as the page, under both columns of text"])
+
+
+def test_layout_regions_place_figure_labels_drop_headers_and_keep_equations_on_a_scan():
+    from backend.documents.layout_model import Region
+
+    def column_rows(top):
+        out = []
+        for row in range(3):
+            y = top + row * 40
+            out.append(OCRBox(f"left text {top} {row} long enough to be a column", 50, y, 480, y + 30))
+            out.append(OCRBox(f"right text {top} {row} long enough to be a column", 520, y, 950, y + 30))
+        return out
+
+    boxes = ([OCRBox("Journal of Tests 2024", 50, 10, 400, 40)] + column_rows(100)
+             + [OCRBox("axis", 60, 300, 120, 320), OCRBox("legend", 800, 300, 900, 320),
+                OCRBox("E = m c2", 400, 420, 600, 450), OCRBox("(1)", 900, 420, 950, 450)]
+             + column_rows(500))
+    regions = [Region("header", (40, 5, 410, 45), 0.9), Region("figure", (50, 280, 950, 400), 0.9),
+               Region("equation", (380, 410, 960, 460), 0.8)]
+    paragraphs = [p.replace("\n", " ") for p in boxes_to_text(boxes, regions, 1400).split("\n\n")]
+    assert "Journal of Tests" not in " ".join(paragraphs)
+    assert paragraphs.index("axis legend") > paragraphs.index(
+        "right text 100 0 long enough to be a column right text 100 1 long enough to be a column "
+        "right text 100 2 long enough to be a column")
+    assert "E = m c2 (1)" in paragraphs
+    assert paragraphs[-1].startswith("right text 500 0")
+
+
+def test_layout_model_finds_the_wide_figure_on_a_scanned_page(tmp_path):
+    import pypdfium2 as pdfium
+
+    from backend.documents.layout_model import layout_model
+
+    path = tmp_path / "columns.pdf"
+    write_bench_pdf(path, _paragraphs(30), "en", LAYOUTS[:1])
+    pdf = pdfium.PdfDocument(str(path))
+    image = pdf[0].render(scale=150 / 72).to_pil().convert("RGB")
+    pdf.close()
+    figures = [r.box for r in layout_model().regions(image) if r.label == "figure"]
+    width = image.width
+    assert any(b[2] - b[0] > 0.7 * width for b in figures), figures  # the chart as wide as the page
