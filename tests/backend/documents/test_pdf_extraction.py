@@ -52,3 +52,18 @@ def test_wrapped_lines_are_joined_with_a_space_and_hyphens_removed(tmp_path, set
     text = parse_pdf(path, settings)[0].text
     assert text == ("For each graph its feature vector has binary entries encoding the presence of the "
                     "substructure graph and each line ends in encoding and then this paragraph ends.")
+
+
+def test_preview_frames_the_text_on_a_page_whose_media_box_is_offset(tmp_path):
+    from PIL import Image
+
+    from backend.documents.preview import FRAME_COLOUR, PREVIEW_SCALE, render_page
+
+    path = write_offset_mediabox_pdf(tmp_path / "offset.pdf")
+    image = Image.open(render_page(path, 1, "does not start at the origin", tmp_path / "previews")).convert("RGB")
+    framed = [(x, y) for y in range(image.height) for x in range(0, image.width, 2)
+              if max(abs(a - b) for a, b in zip(image.getpixel((x, y)), FRAME_COLOUR)) < 30]
+    assert framed
+    top = min(y for _, y in framed) / PREVIEW_SCALE
+    left = min(x for x, _ in framed) / PREVIEW_SCALE
+    assert 75 <= top <= 95 and 190 <= left <= 215  # "does" sits ~200 pt from the left, ~90 pt from the top
