@@ -97,15 +97,16 @@ def _lines_from_chars(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     # took a hyphen away), so a line also ends where the next glyph leaves its row.
     lines: list[TextLine] = []
     current: list[Char] = []
+    band: Optional[list[float]] = None  # bottom and top of the current line's glyphs so far
     for char in _page_chars(textpage):
+        if char is None or not char.text.isspace() and band is not None and _leaves_row(current, band, char):
+            _close_line(current, lines)
+            current, band = [], None
         if char is None:
-            _close_line(current, lines)
-            current = []
             continue
-        if not char.text.isspace() and _leaves_row(current, char):
-            _close_line(current, lines)
-            current = []
         current.append(char)
+        if not char.text.isspace():
+            band = [min(band[0], char.box[1]), max(band[1], char.box[3])] if band else [char.box[1], char.box[3]]
     _close_line(current, lines)
     return lines
 
@@ -131,7 +132,7 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             continue
         if code == 0x0A:
             yield None
-        elif code == 0xFFFE or code < 0x20 and _hyphen_shaped(box, size):
+        elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
         elif code >= 0x20 and code != 0xFFFF:
             ch = chr(code)
@@ -162,14 +163,14 @@ def fold_char(ch: str) -> str:
     return ch
 
 
-def _leaves_row(current: Sequence[Char], char: Char) -> bool:
-    """The glyph starts a new line: no vertical overlap with the last glyph, or a jump back to the left.
+def _leaves_row(current: Sequence[Char], band: Sequence[float], char: Char) -> bool:
+    """The glyph starts a new line: outside the line's vertical band, or a jump back to the left.
     (Wide gaps do not split: justified narrow columns have word gaps of 3 ems and more.)"""
     last = next((c for c in reversed(current) if not c.text.isspace()), None)
     if last is None:
         return False
     size = max(1.0, last.size, char.size)
-    overlap = min(last.box[3], char.box[3]) - max(last.box[1], char.box[1])
+    overlap = min(band[1], char.box[3]) - max(band[0], char.box[1])
     if overlap <= 0 and not (char.box[0] >= last.box[0] and char.box[0] - last.box[2] < 0.3 * size
                              and abs(char.box[1] - last.box[1]) < 0.7 * size):
         return True  # (a sub- or superscript right after its base stays on the line)
