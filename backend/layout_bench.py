@@ -349,4 +349,4 @@ def ingest_corpus(settings, paths: Sequence[Path]) -> dict[str, Any]:
     failed = [r for r in results if not r.ok and r not in unexpected]
     return {"files": len(results), "indexed": sum(r.ok for r in results), "failed_named": len(failed),
             "unexpected": len(unexpected), "pages": sum(r.pages for r in results),
-            "failures": [f"{r.file}: {r.error}" for r in failed + unexpected]}
+            "failures": [r.error or r.file for r in failed + unexpected]}
