@@ -235,7 +235,11 @@ class _PageParser:
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
         if not regions:
             return []
-        engine = self._ocr_engine or get_ocr_engine(self.settings)
+        try:
+            engine = self._ocr_engine or get_ocr_engine(self.settings)
+        except DocumentError as exc:  # no OCR here: the formulas stay unread, the page is still parsed
+            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, len(regions), exc)
+            return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:

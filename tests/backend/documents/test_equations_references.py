@@ -50,3 +50,14 @@ def test_chinese_bibliography_heading_and_numbered_entries_without_a_heading():
                                     + "\n\n".join(f"{i}. Some Author. Title {i}. Venue, 199{i}." for i in range(1, 5)))],
                         size=80, overlap=10)
     assert plain[0].kind == "text" and plain[-1].kind == "references"
+
+
+def test_formulas_drawn_as_vector_paths_are_ocrd_in_place(settings):
+    # the physics sample draws its display formulas as glyph outlines: no text layer at all
+    from tests.conftest import SAMPLES
+
+    text = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)[0].text
+    between = text.split("能级公式如下：")[1].split("这意味着")[0]
+    assert "hω" in between and "(2)" in between
+    hamiltonian = text.split("定义为：")[1].split("其中")[0]
+    assert "2m" in hamiltonian and "(1)" in hamiltonian
