@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, Union
 
@@ -17,6 +18,25 @@ from backend.types import (Answer, DocumentInfo, Figure, IngestResult, Knowledge
                            SearchResult)
 
 log = logging.getLogger(__name__)
+
+
+class ModelState:
+    """Whether the embedding model is ready: the UI shows a banner while it is being prepared."""
+
+    def __init__(self) -> None:
+        self.preparing = False
+        self.error = ""
+        self.since = 0.0
+
+    def started(self) -> None:
+        self.preparing, self.error, self.since = True, "", time.monotonic()
+
+    def finished(self, error: str = "") -> None:
+        self.preparing, self.error = False, error
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.since if self.preparing else 0.0
 
 
 class DocLens:
@@ -33,6 +53,7 @@ class DocLens:
         self._ingest_lock = threading.Lock()
         self._retriever = None
         self._llm = None
+        self.model_state = ModelState()
         text.configure(settings.data_dir / "cache")
         self.recover()
 
@@ -76,10 +97,14 @@ class DocLens:
     def prepare_models_in_background(self) -> threading.Thread:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
+            self.model_state.started()
             try:
                 self.embedder
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
                 log.warning("embedding model not ready: %s", exc)
+                self.model_state.finished(str(exc))
+            else:
+                self.model_state.finished()
 
         thread = threading.Thread(target=prepare, name="doclens-prepare-models", daemon=True)
         thread.start()
@@ -244,8 +269,13 @@ class DocLens:
             return
         llm = self.llm
         standalone = answering.condense_question(llm, history, question) if history else question
-        result = self._search(kb, standalone, doc, "rerank", max(self.settings.retrieval.top_k,
-                                                                  self.settings.llm.context_sources))
+        top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
+        result = self._search(kb, question, doc, "rerank", top)
+        if standalone.strip() != question.strip():
+            # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
+            # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
+            from backend.retrieval.fusion import fuse_results
+            result = fuse_results(result, self._search(kb, standalone, doc, "rerank", top), top)
         for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
                                               searched_question=standalone):
             if update.done and update.answer is not None:

@@ -26,6 +26,7 @@ from ui.app import build_app, parse_auth
 from ui.chat_tab import ChatHandlers, normalize_messages
 from ui.common import ALL_DOCUMENTS, error_text
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
+from ui.icons import icon
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
 
@@ -35,6 +36,7 @@ PHYSICS = "物理公式示例文档.pdf"  # 2 pages: harmonic oscillator formula
 QUESTION = "简谐振子的能级公式是什么？"
 OFF_TOPIC = "What was the stock price of Apple in 1850?"  # nothing in the KB: low confidence
 API_KEY = "sk-ui-secret"
+WARN = icon("warn")
 REPLY = "The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1]. The textbook costs $5 at most."
 
 
@@ -141,12 +143,13 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     final = updates[-1]
     messages, sources, confidence, chart, turns, last_sources = (final[0], final[2], final[3], final[4],
                                                                  final[7], final[8])
-    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1].")
+    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
+                                              '<span class="dl-cite" role="link" tabindex="0">[1]</span>.')
     assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
     assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
     rows = sources.raw_samples
     assert rows and rows[0][:2] == ["1", PHYSICS] and rows[0][2] in ("1", "2") and rows[0][3].endswith("%")
-    assert "dl-warn" not in confidence and ">llm<" in confidence
+    assert "dl-warn" not in confidence and 'data-mode="llm"' in confidence
     assert "dl-chart" in chart and PHYSICS in chart
     assert [t["role"] for t in turns] == ["user", "assistant"] and turns[0]["content"] == QUESTION
     assert turns[1]["content"].startswith("The levels are")  # the raw answer, not the rendered bubble
@@ -158,7 +161,7 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
 def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
     service.reconfigure(make_settings(data_dir))  # no model: an extractive answer with a notice
     final = run_send(service, question=OFF_TOPIC)[-1]
-    assert "dl-warn" in final[3] and ">extractive<" in final[3]
+    assert "dl-warn" in final[3] and 'data-mode="extractive"' in final[3]
     text = answer_text([final])
     assert "No language model is configured" in text
     assert text.count("No language model is configured") == 1, "the notice is shown once"
@@ -188,7 +191,7 @@ def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, da
     final = run_send(service)[-1]
     text = answer_text([final])
     assert "The language model failed" in text and "Traceback" not in text
-    assert ">extractive<" in final[3] and final[8], "the passages are still the sources"
+    assert 'data-mode="extractive"' in final[3] and final[8], "the passages are still the sources"
     if down == "500":
         assert fake.chat_requests(), "the fake model was asked"
 
@@ -200,14 +203,14 @@ def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, da
 def test_errors_become_readable_messages(kb: str, expected: str, service: DocLens) -> None:
     updates = run_send(service, kb=kb)
     text = last_message(updates)
-    assert text.startswith("⚠️") and expected in text and "Traceback" not in text
+    assert text.startswith(WARN) and expected in text and "Traceback" not in text
     final = updates[-1]
     assert final[5]["visible"] is False and final[6] is None  # a figure lock is dropped too
 
 
 def test_unknown_document_filter_is_a_readable_message(service: DocLens) -> None:
     text = last_message(run_send(service, doc_filter="missing.pdf"))
-    assert text.startswith("⚠️") and "missing.pdf" in text and "is not in knowledge base" in text
+    assert text.startswith(WARN) and "missing.pdf" in text and "is not in knowledge base" in text
 
 
 def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
@@ -226,7 +229,7 @@ def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenA
     vision = fake.vision_requests()
     assert len(vision) == 1 and vision[0].body["model"] == "fake-vision"
     assert final[5]["visible"] is False and final[6] is None
-    assert ">vision<" in final[3]
+    assert 'data-mode="vision"' in final[3]
     # the meter is labelled as the text passages' confidence, with no low-confidence warning
     assert "Text sources" in final[3] and "dl-note" in final[3] and "dl-warn" not in final[3]
     run_send(service, question="再解释一下公式", lock=final[6])  # the next question goes without the figure
@@ -245,7 +248,7 @@ def test_history_is_passed_on(service: DocLens, fake: FakeOpenAI) -> None:
 
 def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> None:
     updates = run_send(service, question="  ")
-    assert updates == [(gr.skip(),) * 9]
+    assert updates == [(gr.skip(),) * 10]
     assert not fake.requests
 
 
@@ -253,9 +256,10 @@ def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
     handlers = ChatHandlers(service)
     gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
     assert [f["id"] for f in figures] == [figure.id] and gallery["value"][0][0] == figure.path
-    row, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
-    assert row["visible"] is True and f"figure p{figure.page}" in text and lock["id"] == figure.id
-    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 3
+    row, thumb, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
+    assert row["visible"] is True and lock["id"] == figure.id
+    assert thumb == figure.path and figure.file in text and f"figure p{figure.page}" in text  # the chip says which
+    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 4
     row, lock = handlers.unlock_figure()
     assert row["visible"] is False and lock is None
 
@@ -273,7 +277,7 @@ def test_messages_from_the_browser_are_normalised() -> None:
 @pytest.mark.parametrize("name, expected", [(KB, "already exists"), ("x" * 60, "at most 42")])
 def test_kb_errors_are_status_lines(name: str, expected: str, service: DocLens) -> None:
     status, picker, table, name_box = KBHandlers(service).create(name, KB)
-    assert status.startswith("⚠️") and expected in status
+    assert status.startswith(WARN) and expected in status
     assert picker["value"] == KB and KB in picker["choices"]  # the page stays on the current KB
     assert name_box == gr.skip()
     assert [row[0] for row in table["value"]] == [PHYSICS]
@@ -287,28 +291,25 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     original = "My paper (v2).pdf"
     handlers = KBHandlers(service)
     status, *_ = handlers.create("uploads", KB)
-    assert status.startswith("✅")
-    progress = RecordingProgress()
-    results, table, picker = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}], None,
-                                             progress=progress)
-    assert original in results and "indexed" in results
+    assert status.startswith(icon("ok"))
+    status, table, timer, files = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
+    assert 'class="dl-progress"' in status and timer["active"] is True and files is None
+    job = handlers.jobs.get("", "uploads")
+    assert job is not None and job.done.wait(120)
+    results, table, picker, timer = handlers.poll("uploads")
+    assert original in results and "indexed" in results and timer["active"] is False
     assert [row[0] for row in table["value"]] == [original]
-    assert picker["choices"] == [original] and picker["value"] == original
-    descriptions = [desc for _, desc in progress.calls]
-    assert descriptions[0] == f"file 1 of 1 · {original} · starting"
-    assert any("parse page 2 of 2" in d for d in descriptions)
-    assert all(original in d for d in descriptions[:-1]) and descriptions[-1] == "file 1 of 1 · done"
-    fractions = [fraction for fraction, _ in progress.calls if fraction is not None]
-    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    assert picker["choices"] == [original] and picker["value"] is None, "nothing is pre-selected for deletion"
     assert [f.file for f in service.figures("uploads")] == [original]
 
 
 def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
     handlers = KBHandlers(service)
-    status, *_ = handlers.upload(KB, [], None, progress=RecordingProgress())
-    assert status.startswith("⚠️") and "PDF" in status
-    status, *_ = handlers.upload(None, [str(SAMPLES / PHYSICS)], None, progress=RecordingProgress())
-    assert status.startswith("⚠️") and "knowledge base" in status
+    status, *rest = handlers.upload(KB, [])
+    assert status.startswith(WARN) and "PDF" in status
+    status, *rest = handlers.upload(None, [str(SAMPLES / PHYSICS)])
+    assert status.startswith(WARN) and "knowledge base" in status
+    assert rest[-1] == gr.skip(), "the chosen files are never dropped"
 
 
 def test_uploaded_files_read_gradio_file_data() -> None:
@@ -324,8 +325,9 @@ def test_progress_text_and_results() -> None:
     assert progress_text(ProgressEvent("done", file_index=2, file_count=2, message="done")) == "file 2 of 2 · done"
     table = results_markdown([IngestResult("a|b.pdf", "indexed", pages=2, chunks=4),
                               IngestResult("b.pdf", "failed", error="encrypted PDF")])
-    assert "a\\|b.pdf" in table and "✅ indexed" in table and "❌ failed" in table and "encrypted PDF" in table
-    assert results_markdown([]).startswith("⚠️")
+    assert "a\\|b.pdf" in table and f"{icon('ok')} indexed" in table and f"{icon('fail')} failed" in table
+    assert "encrypted PDF" in table
+    assert results_markdown([]).startswith(WARN)
 
 
 # ---------------------------------------------------------------- settings and app
@@ -338,7 +340,7 @@ def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fak
     assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
     result = handlers.apply(fake.base_url, "qwen", "", "", "sentence_transformers",
                             "bundled:multilingual-e5-small", "", "", "rapidocr")
-    assert result[0].startswith("✅")
+    assert result[0].startswith("✅")  # the Settings tab is converted with the i18n merge
     assert service.settings.llm.model == "qwen"
     assert service.settings.llm.api_key.get_secret_value() == API_KEY
     assert API_KEY not in repr(result) and result[4].startswith("set") and result[-2:] == ("", "")
@@ -354,7 +356,7 @@ def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
     before = service.settings
     result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "",
                                              "no-such-engine")
-    assert result[0].startswith("⚠️") and "engine" in result[0]
+    assert result[0].startswith(WARN) and "engine" in result[0]
     assert service.settings is before, "nothing was applied"
 
 
@@ -370,7 +372,7 @@ def test_build_app_has_every_element_id(service: DocLens) -> None:
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     expected = {"kb-select", "doc-filter", "chatbot", "question", "send", "clear", "sources", "confidence",
                 "summary", "figure-gallery", "figure-lock", "figure-unlock", "kb-new-name", "kb-create",
-                "kb-rename", "kb-delete", "kb-delete-confirm", "upload-files", "upload-start", "upload-cancel",
+                "kb-rename", "kb-delete", "kb-delete-confirmation-yes", "doc-delete-confirmation-yes", "upload-files", "upload-start", "upload-cancel",
                 "ingest-status", "docs-table", "page-preview"}
     assert expected <= ids
     api_names = {fn.api_name for fn in demo.fns.values()}
