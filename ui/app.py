@@ -79,10 +79,9 @@ def build_app(service: DocLens) -> gr.Blocks:
         return model_banner(service, request)
 
     with gr.Blocks(title="DocLens", analytics_enabled=False, fill_width=True) as demo:
-        with gr.Row(elem_classes="dl-top"):
-            gr.HTML(header_html(), elem_id="dl-header")
-            language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, show_label=False, container=False,
-                                elem_id="language-switch", scale=0, min_width=180)
+        gr.HTML(header_html(), elem_id="dl-header")
+        language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, show_label=False, container=False,
+                            elem_id="language-switch")
         banner = gr.HTML("", visible=False, elem_id="model-banner")
         banner_timer = gr.Timer(2.0, active=False)
         with gr.Tabs(elem_id="dl-tabs") as tabs:

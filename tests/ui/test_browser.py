@@ -89,6 +89,22 @@ def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     page.wait_for_timeout(300)
 
 
+def choose(page, elem_id: str, value: str) -> None:
+    """Pick an option of a Gradio dropdown as a user does."""
+    field(page, elem_id).click()
+    page.get_by_role("option", name=value, exact=True).click()
+    page.wait_for_timeout(300)
+
+
+def dropdown_options(page, elem_id: str) -> list[str]:
+    field(page, elem_id).click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    names = [options.nth(i).inner_text().strip() for i in range(options.count())]
+    page.keyboard.press("Escape")
+    return names
+
+
 def test_user_journey(doclens_app: RunningApp, page) -> None:
     steps = Steps(page)
     fake = doclens_app.fake
@@ -108,13 +124,24 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
     page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
     page.locator("#upload-start").click()
-    page.locator("#ingest-status .progress-text, #ingest-status .eta-bar, #ingest-status .progress-level"
-                 ).first.wait_for(timeout=30_000)
+    page.locator("#ingest-status .dl-progress").first.wait_for(timeout=30_000)
     steps.shot("upload-progress")
     page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
     page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
                            arg=SAMPLE_PDF.name)
     steps.shot("uploaded", full_page=True)
+
+    # -- deleting a file needs a choice and a confirmation that names it (nothing is pre-selected)
+    assert field(page, "doc-delete-pick").input_value() == ""
+    page.locator("#doc-delete").click()
+    page.locator("#doc-delete-confirmation").wait_for(state="hidden")
+    choose(page, "doc-delete-pick", SAMPLE_PDF.name)
+    page.locator("#doc-delete").click()
+    page.locator("#doc-delete-confirmation").get_by_text(SAMPLE_PDF.name).wait_for()
+    steps.shot("file-delete-confirm", show="#doc-delete-confirmation")
+    page.locator("#doc-delete-confirmation-no").click()
+    page.locator("#doc-delete-confirmation").wait_for(state="hidden")
+    assert SAMPLE_PDF.name in page.locator("#docs-table").inner_text(), "Keep it keeps the file"
 
     # -- the self-test reports its metrics
     page.locator("#quality").get_by_text("Quality checks").click()
@@ -138,10 +165,23 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     assert page.locator("#confidence").get_by_text("%").count() >= 1
     steps.shot("answer")
 
-    # -- a source's page as an image
+    # -- a source's page as an image: from the table, and from a [n] citation in the answer
     rows.first.click()
     page.locator("#page-preview img").wait_for()
     steps.shot("page-preview", show="#page-preview")
+    page.locator("#page-preview").wait_for()
+    page.evaluate("() => { const p = document.querySelector('#page-preview'); p.dataset.seen = 'table'; }")
+    ask(page, "$5 and $10 是多少钱？")
+    user = page.locator("#chatbot .message-row.user-row, #chatbot .user").last
+    assert "$5 and $10 是多少钱？" in user.inner_text(), "the user's own text is not math"
+    assert user.locator(".katex").count() == 0
+    page.locator("#page-preview").wait_for(state="hidden")  # a new answer: the old page is stale
+    answer = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").last
+    answer.locator(".dl-cite").first.click()
+    preview = page.locator("#page-preview")
+    preview.locator("img").wait_for()
+    assert "[1]" in preview.inner_text() and SAMPLE_PDF.name in preview.inner_text()
+    steps.shot("citation-preview", show="#page-preview")
 
     # -- lock a figure, ask about it: the vision request carries the image
     figures = page.locator("#figure-gallery .thumbnail-item, #figure-gallery button.thumbnail-item")
@@ -149,6 +189,8 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     figures.first.click()
     chip = page.locator("#figure-lock")
     chip.get_by_text(re.compile(r"figure p\d+")).wait_for()
+    assert SAMPLE_PDF.name in chip.inner_text(), "the chip names the figure's file"
+    chip.locator("img").wait_for()  # and shows its thumbnail
     steps.shot("figure-locked", show="#figure-lock")
     vision_before = len(fake.vision_requests())
     ask(page, "What does this figure show?")
@@ -164,6 +206,19 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#figure-unlock").click()
     chip.wait_for(state="hidden")
 
+    # -- switching the knowledge base starts a fresh conversation view
+    rows.first.click()
+    page.locator("#page-preview img").wait_for()
+    figures.first.click()
+    chip.wait_for()
+    choose(page, "kb-select", "Default")
+    page.wait_for_function("() => !document.querySelector('#chatbot .message-row, #chatbot .message')")
+    chip.wait_for(state="hidden")
+    page.locator("#page-preview").wait_for(state="hidden")
+    assert page.locator("#sources tbody tr").count() == 0
+    choose(page, "kb-select", KB)
+    wait_idle(page)
+
     # -- a narrow window still works
     page.set_viewport_size({"width": 420, "height": 800})
     page.wait_for_timeout(500)
@@ -173,7 +228,7 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     # -- delete the knowledge base through the confirmation
     open_tab(page, "Knowledge base")
     page.locator("#kb-delete").click()
-    confirm = page.locator("#kb-delete-confirm")
+    confirm = page.locator("#kb-delete-confirmation-yes")
     confirm.wait_for()
     steps.shot("delete-confirm")
     confirm.click()
