@@ -100,8 +100,9 @@ def dropdown_options(page, elem_id: str) -> list[str]:
     field(page, elem_id).click()
     options = page.get_by_role("option")
     options.first.wait_for()
-    names = [options.nth(i).inner_text().strip() for i in range(options.count())]
-    page.keyboard.press("Escape")
+    names = [options.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(options.count())]
+    field(page, elem_id).evaluate("(e) => e.blur()")
+    options.first.wait_for(state="detached")
     return names
 
 
@@ -235,3 +236,92 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#kb-status").get_by_text("Deleted").wait_for()
     assert field(page, "kb-active").input_value() != KB
     steps.shot("kb-deleted")
+
+
+SCANNED_PDF = SAMPLE_PDF.parent / "layout" / "scanned_zh_en_20p.pdf"  # OCR on every page: a slow upload
+
+
+def kb_tab_on(page, name: str) -> None:
+    open_tab(page, "Knowledge base")
+    wait_idle(page)
+    if field(page, "kb-active").input_value() != name:
+        choose(page, "kb-active", name)
+        wait_idle(page)
+
+
+def create_kb(page, name: str) -> None:
+    field(page, "kb-new-name").fill(name)
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text(name).wait_for(timeout=INGEST_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def test_delete_confirmation_follows_the_selection(doclens_app: RunningApp, page) -> None:
+    """Item 1: the prompt named A, the user then picked B: "Yes, delete" must never delete B."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-a")
+    create_kb(page, "kb-b")
+    choose(page, "kb-active", "kb-a")
+    page.locator("#kb-delete").click()
+    confirmation = page.locator("#kb-delete-confirmation")
+    confirmation.get_by_text("kb-a").wait_for()
+    choose(page, "kb-active", "kb-b")
+    confirmation.wait_for(state="hidden")  # the prompt about kb-a is gone with the new selection
+    assert {"kb-a", "kb-b"} <= set(dropdown_options(page, "kb-active"))
+    page.locator("#kb-delete").click()
+    confirmation.get_by_text("kb-b").wait_for()
+    page.locator("#kb-delete-confirmation-yes").click()
+    page.locator("#kb-status").get_by_text("Deleted").wait_for()
+    names = dropdown_options(page, "kb-active")
+    assert "kb-b" not in names and "kb-a" in names
+
+
+def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, page) -> None:
+    """Item 6: a KB made in another browser tab shows up when the Chat tab is shown; a reload keeps the
+    user's KB instead of falling back to the alphabetically first one."""
+    page.goto(doclens_app.url)
+    page.locator("#chatbot").wait_for()
+    wait_idle(page)
+    other = page.context.new_page()
+    other.goto(doclens_app.url)
+    open_tab(other, "Knowledge base")
+    create_kb(other, "zz-made-elsewhere")
+    other.close()
+    open_tab(page, "Knowledge base")
+    open_tab(page, "Chat")
+    wait_idle(page)
+    assert "zz-made-elsewhere" in dropdown_options(page, "kb-select")
+    choose(page, "kb-select", "zz-made-elsewhere")
+    wait_idle(page)
+    page.reload()
+    page.wait_for_function("() => document.querySelector('#kb-select input')?.value === 'zz-made-elsewhere'")
+    page.locator("#chat-refresh").click()
+    wait_idle(page)
+    assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
+
+
+def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page) -> None:
+    """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
+    pending row says it is being indexed, and the status ends in the final state."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-upload")
+    page.locator("#upload-cancel").click()
+    page.locator("#ingest-status").get_by_text("No upload is running.").wait_for()
+    page.locator("#upload-files input[type=file]").set_input_files(str(SCANNED_PDF))
+    page.locator("#upload-files").get_by_text(SCANNED_PDF.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status .dl-progress").wait_for(timeout=30_000)
+    page.reload()
+    kb_tab_on(page, "kb-upload")
+    status = page.locator("#ingest-status")
+    status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
+    page.wait_for_function("() => document.querySelector('#docs-table')?.innerText.includes('being indexed')",
+                           timeout=60_000)
+    page.locator("#upload-cancel").click()
+    status.get_by_text("Cancelling after the current page").wait_for()
+    status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
+    page.locator("#upload-cancel").click()
+    status.get_by_text("No upload is running.").wait_for()
+    assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
