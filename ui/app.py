@@ -16,7 +16,7 @@ from ui.api import register_api
 from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
 from ui.chat_tab import ChatHandlers
 from ui.common import bi, kb_names, set_language
-from ui.i18n import (CURRENT_LOCALE_JS, RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, set_session_language, text,
+from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, set_session_language, text,
                      translations)
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers

@@ -71,9 +71,6 @@ def _session(request: Optional[gr.Request]) -> str:
     return (getattr(request, "session_hash", None) or "") if request is not None else ""
 
 
-# Reads the frontend's current locale (Gradio sets <html lang> whenever it changes).
-CURRENT_LOCALE_JS = "() => document.documentElement.lang || navigator.language || 'en'"
-
 # Switches Gradio's frontend locale: the page's own i18n module exposes changeLocale.
 SWITCH_LOCALE_JS = """
 async (lang) => {
@@ -98,6 +95,7 @@ async () => {
     if (url) { try { (await import(url)).changeLocale(lang); } catch (e) {} }
     return lang;
   }
-  return document.documentElement.lang || navigator.language || 'en';
+  lang = document.documentElement.lang || navigator.language || 'en';
+  return lang.toLowerCase().startsWith('zh') ? 'zh' : 'en';
 }
 """
