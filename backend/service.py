@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -10,7 +11,7 @@ from typing import Iterator, Optional, Sequence, Union
 
 from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
-from backend.settings import Settings
+from backend.settings import LLMSettings, Settings
 from backend.retrieval import text
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
@@ -18,6 +19,8 @@ from backend.types import (Answer, DocumentInfo, Figure, IngestResult, Knowledge
                            SearchResult)
 
 log = logging.getLogger(__name__)
+
+MAX_SESSION_LLMS = 32  # clients kept for per-session model profiles; the oldest is closed beyond this
 
 
 class ModelState:
@@ -54,12 +57,14 @@ class DocLens:
         self._retriever = None
         self._llm = None
         self.model_state = ModelState()
+        self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
         text.configure(settings.data_dir / "cache")
         self.recover()
 
     def close(self) -> None:
-        if self._llm is not None:
-            self._llm.close()
+        for client in [self._llm, *self._drop_session_llms()]:
+            if client is not None:
+                client.close()
         self.store.close()
 
     def __enter__(self) -> "DocLens":
@@ -81,8 +86,9 @@ class DocLens:
                 self._embedder = None
             self._retriever = None  # rebuilt with the new settings and models on next use
             old_llm, self._llm = self._llm, None
-        if old_llm is not None:
-            old_llm.close()
+        for client in [old_llm, *self._drop_session_llms()]:
+            if client is not None:
+                client.close()
 
     # -- models -------------------------------------------------------------------------------
 
@@ -248,26 +254,53 @@ class DocLens:
                 self._llm = LLMClient(self.settings)
             return self._llm
 
+    def llm_for(self, profile: Optional[LLMSettings] = None):
+        """The client for one session's own model profile (endpoint, model, key), or the server's (None).
+
+        A profile only ever talks to its own base URL with its own key; the UI builds it (Settings tab)
+        and passes it with each call, so one user's choice never changes another's.
+        """
+        if profile is None:
+            return self.llm
+        from backend.llm import LLMClient
+        secret = profile.api_key.get_secret_value() if profile.api_key else ""
+        key = tuple(profile.model_dump(mode="json").items()) + (hashlib.sha256(secret.encode()).hexdigest(),)
+        with self._embedder_lock:
+            client = self._session_llms.pop(key, None) or LLMClient(self.settings.model_copy(update={"llm": profile}))
+            self._session_llms[key] = client
+            evicted = list(self._session_llms)[:-MAX_SESSION_LLMS]
+            old = [self._session_llms.pop(k) for k in evicted]
+        for stale in old:
+            stale.close()
+        return client
+
+    def _drop_session_llms(self) -> list:
+        with self._embedder_lock:
+            clients, self._session_llms = list(self._session_llms.values()), {}
+        return clients
+
     def _translate(self, question: str) -> Optional[str]:
         from backend.retrieval.search import translation_prompt
         return self.llm.chat(translation_prompt(question), max_tokens=200, temperature=0.0)
 
     def ask_stream(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
-                   doc: Optional[str] = None, figure_id: Optional[str] = None) -> Iterator[Union[str, Answer]]:
+                   doc: Optional[str] = None, figure_id: Optional[str] = None,
+                   llm_profile: Optional[LLMSettings] = None) -> Iterator[Union[str, Answer]]:
         """Stream an answer: text deltas (str) as they arrive, then the final ``Answer`` as the last item.
 
         ``history``: earlier turns as [{"role": "user"|"assistant", "content": str}], used to make the
         question standalone. ``figure_id``: ask about that figure with the vision model (one question).
         Model failures never raise: they end in an extractive answer with ``notice`` saying why.
+        ``llm_profile``: this caller's own model (see ``llm_for``); None: the server's.
         """
         from backend import answering
         kb = self.open_kb(kb_name)
+        llm = self.llm_for(llm_profile)
         if figure_id:
-            answer = self._ask_about_figure(kb, question, figure_id)
+            answer = self._ask_about_figure(kb, question, figure_id, llm)
             yield answer.answer
             yield answer
             return
-        llm = self.llm
         standalone = answering.condense_question(llm, history, question) if history else question
         top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
         result = self._search(kb, question, doc, "rerank", top)
@@ -283,7 +316,7 @@ class DocLens:
             elif update.delta:
                 yield update.delta
 
-    def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str) -> Answer:
+    def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str, llm) -> Answer:
         from backend import answering
         figure = self._find_figure(kb, figure_id)
         page_text = kb.registry.page_text(figure.doc_id, figure.page)
@@ -295,13 +328,15 @@ class DocLens:
         except OSError as exc:
             log.warning("figure image %s unreadable: %s", figure.path, exc)
             image = None
-        return answering.answer_about_figure(self.llm, question, figure, image, None, context, result.sources,
+        return answering.answer_about_figure(llm, question, figure, image, None, context, result.sources,
                                              result.confidence)
 
     def ask(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
-            doc: Optional[str] = None, figure_id: Optional[str] = None) -> Answer:
+            doc: Optional[str] = None, figure_id: Optional[str] = None,
+            llm_profile: Optional[LLMSettings] = None) -> Answer:
         answer = None
-        for update in self.ask_stream(kb_name, question, history=history, doc=doc, figure_id=figure_id):
+        for update in self.ask_stream(kb_name, question, history=history, doc=doc, figure_id=figure_id,
+                                      llm_profile=llm_profile):
             if isinstance(update, Answer):
                 answer = update
         assert answer is not None
@@ -336,11 +371,11 @@ class DocLens:
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
         return render_page(pdf, page, highlight, kb.folder / "previews" / doc.doc_id)
 
-    def check_llm(self, vision: bool = False) -> tuple[bool, str]:
+    def check_llm(self, vision: bool = False, llm_profile: Optional[LLMSettings] = None) -> tuple[bool, str]:
         """Try the chat (or vision) endpoint once: (ok, one-line message without the key)."""
-        if not self.settings.llm_configured:
+        if not (llm_profile or self.settings.llm).configured:
             return False, "no model configured: set llm.base_url and llm.model (and DOCLENS_LLM_API_KEY)"
-        return self.llm.check_connection(vision=vision)
+        return self.llm_for(llm_profile).check_connection(vision=vision)
 
     def check_embedding(self) -> tuple[bool, str]:
         """Embed one text with the configured embedding provider: (ok, message)."""

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional
+from typing import Annotated, Any, Literal, Mapping, Optional
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from backend.errors import SettingsError
 
@@ -21,6 +22,19 @@ DEFAULT_CONFIG_PATH = Path(__file__).resolve().parent.parent / "config.yaml"
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+def _endpoint_url(value: str) -> str:
+    """An endpoint is empty (not used) or an absolute http(s) URL with a host."""
+    value = (value or "").strip()
+    if value:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname or any(ch.isspace() for ch in value):
+            raise ValueError("must be an http:// or https:// URL with a host, or empty")
+    return value
+
+
+EndpointURL = Annotated[str, AfterValidator(_endpoint_url)]
 
 
 class MilvusSettings(_Section):
@@ -35,7 +49,7 @@ class EmbeddingSettings(_Section):
     dtype: Literal["auto", "float32", "bfloat16", "int8"] = "auto"
     batch_size: int = Field(default=8, ge=1, le=1024)
     max_seq_length: int = Field(default=512, ge=16, le=8192)
-    base_url: str = ""  # provider=openai: the embeddings endpoint; empty means llm.base_url
+    base_url: EndpointURL = ""  # provider=openai: the embeddings endpoint; empty means llm.base_url
     dim: int = Field(default=0, ge=0)  # provider=openai: 0 means ask the endpoint once
     timeout: float = Field(default=60.0, gt=0)
     cache_dir: str = ""  # where the bundled model is rebuilt; empty means <data_dir>/models
@@ -87,7 +101,7 @@ class ConfidenceSettings(_Section):
 
 
 class LLMSettings(_Section):
-    base_url: str = ""  # empty: OPENAI_BASE_URL, else no model (extractive answers)
+    base_url: EndpointURL = ""  # empty: OPENAI_BASE_URL, else no model (extractive answers)
     model: str = ""
     vision_model: str = ""  # empty: the same as model
     timeout: float = Field(default=60.0, gt=0)
@@ -98,12 +112,18 @@ class LLMSettings(_Section):
     context_sources: int = Field(default=5, ge=1, le=50)
     api_key: Optional[SecretStr] = Field(default=None, exclude=True)
 
+    @property
+    def configured(self) -> bool:
+        return bool(self.base_url and self.model)
+
 
 class UISettings(_Section):
     host: str = "127.0.0.1"
     port: int = Field(default=7860, ge=1, le=65535)
     language: Literal["en", "zh"] = "en"
-    auth: Optional[SecretStr] = Field(default=None, exclude=True)  # "user:pass" from DOCLENS_AUTH
+    admin: str = ""  # the logged-in user who may change server-wide settings from the page; empty: nobody
+    eval_dir: str = ""  # the only folder web users may run evaluations from; empty: none (CLI only)
+    auth: Optional[SecretStr] = Field(default=None, exclude=True)  # "user:pass [user2:pass2 ...]" (DOCLENS_AUTH)
 
 
 class LoggingSettings(_Section):
@@ -184,7 +204,24 @@ def load_settings(config_path: Optional[os.PathLike | str] = None,
     try:
         return Settings.model_validate(raw)
     except ValidationError as exc:
-        raise SettingsError(_describe_validation_error(exc)) from None
+        raise SettingsError(describe_validation_error(exc)) from None
+
+
+def with_changes(settings: Settings, changes: Mapping[str, Mapping[str, Any]]) -> Settings:
+    """A validated copy of ``settings`` with some section fields changed ({"llm": {"model": "x"}}).
+
+    Invalid values raise SettingsError with the same one-line text a bad config file gives.
+    Secret fields (excluded from dumps) are carried over unless changed.
+    """
+    raw: dict[str, Any] = {"data_dir": settings.data_dir}
+    for name in _SECTIONS:
+        section = getattr(settings, name)
+        raw[name] = {field: getattr(section, field) for field in type(section).model_fields}
+        raw[name].update(changes.get(name, {}))
+    try:
+        return Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise SettingsError(describe_validation_error(exc)) from None
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
@@ -256,7 +293,7 @@ def _apply_secrets(raw: dict[str, Any], env: Mapping[str, str]) -> None:
                 block[key] = value
 
 
-def _describe_validation_error(exc: ValidationError) -> str:
+def describe_validation_error(exc: ValidationError) -> str:
     problems = []
     for err in exc.errors():
         key = ".".join(str(part) for part in err["loc"])
@@ -266,5 +303,5 @@ def _describe_validation_error(exc: ValidationError) -> str:
             shown = err.get("input")
             hidden = isinstance(shown, (dict, list)) or key in _SECRET_KEYS
             shown = "" if hidden else f" (got {shown!r})"
-            problems.append(f"{key}: {err['msg']}{shown}")
+            problems.append(f"{key}: {err['msg'].removeprefix('Value error, ')}{shown}")
     return "config: " + "; ".join(problems)

@@ -10,13 +10,14 @@ import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
-from ui.kb_tab import uploaded_files
+from ui.web_files import ReceivedUploads
 
 log = logging.getLogger("doclens.ui")
 
 
-def register_api(service: DocLens) -> None:
-    """Add the endpoints to the Blocks being built. Errors come back as gr.Error with one readable line."""
+def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
+    """Add the endpoints to the Blocks being built. Errors come back as gr.Error with one readable line;
+    the server log gets one line for a user's mistake and a traceback only for a real fault."""
 
     def list_kbs() -> list[dict]:
         """Every knowledge base with its document and chunk counts."""
@@ -28,10 +29,13 @@ def register_api(service: DocLens) -> None:
 
     def upload(kb: str, files: list[gr.FileData]) -> list[dict]:
         """Add PDFs (use gradio_client.handle_file); one result per file."""
-        paths, names = uploaded_files(files)
+        paths, names = _call(uploads.admit, files)
         if not paths:
-            raise gr.Error("no files were sent: pass [handle_file('a.pdf'), ...]")
-        return [r.to_dict() for r in _call(service.ingest, kb, paths, display_names=names)]
+            raise _user_error("upload", "no files were sent: pass [handle_file('a.pdf'), ...]")
+        try:
+            return [r.to_dict() for r in _call(service.ingest, kb, paths, display_names=names)]
+        finally:
+            uploads.discard(paths)  # indexed or refused: the upload's copy is not needed any more
 
     def documents(kb: str) -> list[dict]:
         """The documents of a knowledge base."""
@@ -56,8 +60,14 @@ def _call(fn, *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
     except DocLensError as exc:
-        raise gr.Error(str(exc), print_exception=False) from None
+        raise _user_error(getattr(fn, "__name__", "call"), str(exc)) from None
     except Exception as exc:
         log.exception("API call %s failed", getattr(fn, "__name__", fn))
         raise gr.Error(f"unexpected {exc.__class__.__name__} (details are in the server log)",
                        print_exception=False) from None
+
+
+def _user_error(where: str, message: str) -> gr.Error:
+    """A mistake of the caller (bad name, no file...): one log line, no traceback."""
+    log.info("API %s refused: %s", where, message)
+    return gr.Error(message, print_exception=False)

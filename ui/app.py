@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
 from pathlib import Path
 from typing import Any, Optional
@@ -21,6 +22,7 @@ from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, set_session_lan
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
 from ui.settings_tab import build_settings_tab
+from ui.web_files import ReceivedUploads, shown_files
 
 log = logging.getLogger("doclens.ui")
 
@@ -30,6 +32,7 @@ SCRIPT_PATH = ASSETS / "doclens.js"
 LOGO_PATH = ASSETS / "logo.svg"
 FIRST_RUN_MARKER = ".doclens-initialized"
 UNDOCUMENTED = {"api_visibility": "undocumented"}
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def theme() -> gr.themes.Base:
@@ -69,16 +72,20 @@ def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any
     return gr.update(value=progress_html(min(0.95, state.seconds / 180), line), visible=True), gr.update(active=True)
 
 
-def build_app(service: DocLens) -> gr.Blocks:
-    """The whole UI over one service; tests mount or launch it themselves."""
+def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
+    """The whole UI over one service; tests mount or launch it themselves. ``admin``: the login that may
+    change server-wide settings (see ui/settings_tab.py)."""
     set_language(service.settings.ui.language)
     start_first_run(service)
-    chat_handlers, kb_handlers = ChatHandlers(service), KBHandlers(service)
+    chat_handlers = ChatHandlers(service)
 
     def banner_update(request: gr.Request) -> tuple[Any, Any]:
         return model_banner(service, request)
 
     with gr.Blocks(title="DocLens", analytics_enabled=False, fill_width=True) as demo:
+        uploads = ReceivedUploads(demo)  # only what this app's /upload received may be ingested
+        kb_handlers = KBHandlers(service, uploads)
+        llm_profile = gr.State(None)  # this session's own model profile (Settings tab), None: the server's
         gr.HTML(header_html(), elem_id="dl-header")
         language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, show_label=False, container=False,
                             elem_id="language-switch")
@@ -86,12 +93,12 @@ def build_app(service: DocLens) -> gr.Blocks:
         banner_timer = gr.Timer(2.0, active=False)
         with gr.Tabs(elem_id="dl-tabs") as tabs:
             with gr.Tab(label("Chat", "问答"), id="chat", elem_id="tab-chat") as chat_tab:
-                chat = build_chat_tab(service, chat_handlers)
+                chat = build_chat_tab(service, chat_handlers, llm_profile)
             with gr.Tab(label("Knowledge base", "知识库"), id="kb", elem_id="tab-kb") as kb_tab:
                 kb = build_kb_tab(service, kb_handlers)
             with gr.Tab(label("Settings", "设置"), id="settings", elem_id="tab-settings"):
-                settings_fields = build_settings_tab(service)
-        register_api(service)
+                settings_fields = build_settings_tab(service, llm_profile, admin)
+        register_api(service, uploads)
         wire_cross_tab(chat_handlers, chat, kb)
         wire_tab_refresh(service, chat_handlers, chat, kb, chat_tab, kb_tab, tabs)
         banner_timer.tick(banner_update, None, [banner, banner_timer],
@@ -106,13 +113,14 @@ def build_app(service: DocLens) -> gr.Blocks:
                     api_name="page_load_banner", **UNDOCUMENTED)
         chain_panel(loaded, chat_handlers, chat, "page_load")
         kb.follow(loaded, chat.kb_select, "page_load_kb")
-        demo.load(settings_fields.handlers.current_values, None, settings_fields.fields,
+        demo.load(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
                   api_name="page_load_settings", **UNDOCUMENTED)
         switched = language.input(set_session_language, language, language, js=SWITCH_LOCALE_JS,
                                   api_name="switch_language", queue=False, **UNDOCUMENTED)
         switched.then(kb_handlers.refresh, kb.kb_active, [kb.kb_active, kb.docs_table], api_name="language_kb",
                       **UNDOCUMENTED).then(chat_handlers.clear, None, chat.fresh_view, api_name="language_chat",
                                            **UNDOCUMENTED)
+    demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
 
 
@@ -175,25 +183,58 @@ def parse_auth(auth: Optional[str]) -> Optional[tuple[str, str]]:
     return user, password
 
 
+def parse_logins(auth: Optional[str]) -> Optional[list[tuple[str, str]]]:
+    """``user:pass`` or several separated by spaces (each user may log in; passwords have no spaces)."""
+    logins = [parse_auth(part) for part in (auth or "").split()]
+    return [login for login in logins if login] or None
+
+
+def check_exposure(host: str, logins: Optional[list[tuple[str, str]]], insecure: bool, admin: str) -> None:
+    """Refuse to serve other machines without a login (unless --insecure), and an admin who cannot log in."""
+    if host not in LOOPBACK and logins is None:
+        if not insecure:
+            raise SettingsError(f"refusing to serve on {host} without a login: anyone who can reach this address "
+                                f"could use DocLens. Set DOCLENS_AUTH=user:password (or --auth), or add --insecure "
+                                f"if that is really what you want")
+        log.warning("serving on %s without a login (--insecure): anyone who can reach this address can use "
+                    "DocLens", host)
+    if admin and admin not in {user for user, _ in logins or []}:
+        raise SettingsError(f"--admin {admin}: no such login (set it in DOCLENS_AUTH or --auth)")
+
+
 def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = None,
-          auth: Optional[str] = None) -> None:
+          auth: Optional[str] = None, admin: Optional[str] = None, insecure: bool = False) -> None:
     """Start the web app and block until it stops. Binds 127.0.0.1 unless a host is given explicitly."""
     secret = settings.ui.auth.get_secret_value() if settings.ui.auth else None
-    login = parse_auth(auth or secret)
+    logins = parse_logins(auth or secret)
     host = host or settings.ui.host
     port = port or settings.ui.port
-    if host not in ("127.0.0.1", "localhost", "::1") and login is None:
-        log.warning("serving on %s without a login: anyone who can reach this address can use DocLens "
-                    "(set DOCLENS_AUTH=user:password)", host)
+    admin = admin if admin is not None else settings.ui.admin
+    check_exposure(host, logins, insecure, admin)
     service = DocLens(settings)
+    demo = None
     try:
         service.load_all()
         service.prepare_models_in_background()
-        demo = build_app(service)
+        demo = build_app(service, admin)
         demo.queue(default_concurrency_limit=4)
+        stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", host, port)
-        demo.launch(server_name=host, server_port=port, auth=login, footer_links=["api"], show_error=False,
-                    allowed_paths=[str(settings.data_dir)], favicon_path=LOGO_PATH if LOGO_PATH.exists() else None,
+        # No allowed_paths: nothing under the data folder is served; shown images go through ui/web_files.py.
+        demo.launch(server_name=host, server_port=port, auth=logins, footer_links=["api"], show_error=False,
+                    favicon_path=LOGO_PATH if LOGO_PATH.exists() else None,
                     auth_message=bi("DocLens login", "DocLens 登录"), **launch_style())
     finally:
+        if demo is not None:
+            demo.doclens_uploads.discard_all()
+        shown_files().clear()
         service.close()
+
+
+def stop_on_sigterm() -> None:
+    """``kill`` (SIGTERM) stops like Ctrl+C, so the cleanup in ``serve`` runs."""
+    def interrupt(signum, frame) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import gradio as gr
 
@@ -37,7 +37,7 @@ def empty_state_update(service: DocLens) -> Any:
     return gr.update(visible=not kb_names(service))
 
 
-def build_chat_tab(service: DocLens, handlers: ChatHandlers) -> ChatTab:
+def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Optional[gr.State] = None) -> ChatTab:
     turns = gr.State([])
     last_sources = gr.State([])
     figures = gr.State([])
@@ -89,7 +89,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers) -> ChatTab:
                                  elem_id="figure-gallery", columns=3, height=220, allow_preview=False,
                                  object_fit="contain", interactive=False, fit_columns=False)
 
-    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
+    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, *([llm_profile] if llm_profile else [])]
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources,
                    page_preview]
     for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):

@@ -8,12 +8,14 @@ from typing import Any, Iterator, Optional
 import gradio as gr
 
 from backend.service import DocLens
+from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui import panels
 from ui.common import doc_filter_dropdown, document_files, error_text, kb_dropdown, selected_file, warning_md
 from ui.i18n import lang_of, text
 from ui.icons import plain
 from ui.latex import literal_text, protect_currency
+from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger("doclens.ui")
 
@@ -68,8 +70,9 @@ def source_state(sources: list[Source]) -> list[dict[str, Any]]:
 class ChatHandlers:
     """Event handlers: plain methods over the service, so each is easy to read and to test."""
 
-    def __init__(self, service: DocLens):
+    def __init__(self, service: DocLens, shown: Optional[ShownFiles] = None):
         self.service = service
+        self.shown = shown or shown_files()  # images reach the page only through this narrow folder
 
     # -- page and knowledge-base refresh -------------------------------------------------------
 
@@ -96,8 +99,10 @@ class ChatHandlers:
         except Exception as exc:
             log.warning("figures of %r: %s", kb, error_text(exc, "list figures"))
             return gr.update(value=[]), []
-        return (gr.update(value=[(f.path, self.figure_caption(f)) for f in figures]),
-                [{"id": f.id, "page": f.page, "file": f.file, "path": f.path} for f in figures])
+        shown = [(f, self.shown.show(f.path)) for f in figures]
+        shown = [(f, path) for f, path in shown if path]
+        return (gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
+                [{"id": f.id, "page": f.page, "file": f.file, "path": path} for f, path in shown])
 
     @staticmethod
     def figure_caption(figure: Figure) -> str:
@@ -117,10 +122,11 @@ class ChatHandlers:
     # -- asking ---------------------------------------------------------------------------------
 
     def send(self, question: str, kb: Optional[str], doc_filter: Optional[str], messages: list[Any],
-             turns: list[dict[str, str]], lock: Optional[dict[str, Any]], request: gr.Request = None
-             ) -> Iterator[tuple]:
+             turns: list[dict[str, str]], lock: Optional[dict[str, Any]],
+             llm_profile: Optional[LLMSettings] = None, request: gr.Request = None) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
-        state, turns, last sources, page preview (hidden: the previous answer's page is stale)."""
+        state, turns, last sources, page preview (hidden: the previous answer's page is stale).
+        ``llm_profile``: the session's own model (Settings tab), if any."""
         lang = lang_of(request)
         question = (question or "").strip()
         skip = gr.skip()
@@ -141,7 +147,7 @@ class ChatHandlers:
         try:
             for update in self.service.ask_stream(kb, question, history=list(turns or []),
                                                   doc=selected_file(doc_filter),
-                                                  figure_id=(lock or {}).get("id")):
+                                                  figure_id=(lock or {}).get("id"), llm_profile=llm_profile):
                 if isinstance(update, Answer):
                     answer = update
                     continue
@@ -194,7 +200,7 @@ class ChatHandlers:
         except Exception as exc:
             gr.Warning(error_text(exc, "show the page", lang_of(request)))
             return gr.skip()
-        return gr.update(value=str(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}",
+        return gr.update(value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}",
                          visible=True)
 
     def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData, request: gr.Request = None) -> tuple:

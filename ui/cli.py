@@ -73,7 +73,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve = sub.add_parser("serve", parents=[common], help="start the web app (default)")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 must be explicit)")
     serve.add_argument("--port", type=int, help="port (default 7860)")
-    serve.add_argument("--auth", metavar="USER:PASS", help="require a login (or set DOCLENS_AUTH)")
+    serve.add_argument("--auth", metavar="USER:PASS", help="require a login (or set DOCLENS_AUTH); several "
+                       "logins separated by spaces")
+    serve.add_argument("--admin", metavar="USER", help="the login that may change server-wide settings from "
+                       "the page (default ui.admin; nobody)")
+    serve.add_argument("--insecure", action="store_true",
+                       help="allow a non-loopback --host without a login (anyone reaching it can use DocLens)")
     serve.set_defaults(handler=cmd_serve)
 
     _add_kb_commands(sub, common)
@@ -205,7 +210,7 @@ def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
 
 def cmd_serve(args, settings: Settings) -> int:
     from ui.app import serve
-    serve(settings, host=args.host, port=args.port, auth=args.auth)
+    serve(settings, host=args.host, port=args.port, auth=args.auth, admin=args.admin, insecure=args.insecure)
     return 0
 
 
@@ -302,12 +307,16 @@ def cmd_ask(args, settings: Settings) -> int:
             answer = service.ask(args.kb, args.question, doc=args.doc, figure_id=args.figure)
             emit_json(answer.to_dict())
             return 0
-        answer = None
+        answer, streamed = None, ""
         for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
             if isinstance(update, str):
+                streamed += update
                 print(update, end="", flush=True)
             else:
                 answer = update
+    if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
+        # no model, or it failed: the final answer quotes the passages (as the web page shows it)
+        print(("\n\n" if streamed else "") + answer.answer, end="")
     print()
     if answer is not None:
         if answer.notice and answer.notice not in answer.answer:

@@ -139,9 +139,10 @@ def build_quality_checks() -> tuple:
             run_selftest = gr.Button(label("Run self-test", "运行自测"), elem_id="selftest-run", scale=1,
                                      min_width=140)
         with gr.Row(elem_classes="dl-kb-row"):
-            qa_path = gr.Textbox(label=label("QA file (.jsonl on the server)", "问答文件（服务器上的 .jsonl）"),
+            qa_path = gr.Textbox(label=label("QA file (.jsonl in the bench folder)", "问答文件（评测文件夹中的 .jsonl）"),
                                  elem_id="eval-qa", scale=3, min_width=220)
-            docs_dir = gr.Textbox(label=label("PDF folder (default: beside the QA file)", "PDF 文件夹（默认：问答文件旁）"),
+            docs_dir = gr.Textbox(label=label("PDF folder in the bench folder (default: beside the QA file)",
+                                              "评测文件夹中的 PDF 文件夹（默认：问答文件旁）"),
                                   elem_id="eval-docs", scale=3, min_width=220)
         with gr.Row(elem_classes="dl-kb-row"):
             modes = gr.CheckboxGroup(EVAL_MODES, value=EVAL_MODES, label=label("Modes", "模式"), scale=3)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
 import gradio as gr
 
+from backend.errors import DocLensError
 from backend.service import DocLens
 from backend.types import ProgressEvent
 from ui.common import document_files, error_text, kb_dropdown, warning_md
@@ -17,6 +19,7 @@ from ui.icons import icon
 from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progress_html, progress_text,  # noqa: F401
                         results_markdown)
 from ui.upload_jobs import UploadJob, UploadJobs
+from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 
 log = logging.getLogger("doclens.ui")
 
@@ -25,19 +28,34 @@ POLL_SECONDS = 1.0
 
 
 def uploaded_files(files: Any) -> tuple[list[Path], list[str]]:
-    """Temp paths and the user's original file names, from raw FileData dicts or plain paths."""
-    paths, names = [], []
-    for item in files or []:
-        if isinstance(item, dict):
-            path = item.get("path") or ""
-            name = item.get("orig_name") or Path(path).name
-        else:
-            path = str(item)
-            name = getattr(item, "orig_name", None) or Path(path).name
-        if path:
-            paths.append(Path(path))
-            names.append(Path(name).name)
-    return paths, names
+    """Paths and the user's original file names, from raw FileData dicts or plain paths (not checked:
+    web handlers go through ``ReceivedUploads.admit``)."""
+    entries = file_entries(files)
+    return [Path(path) for path, _ in entries], [Path(name).name for _, name in entries]
+
+
+def eval_inputs(root_setting: str, qa_path: str, docs_dir: str) -> tuple[Path, Path]:
+    """The QA file and PDF folder a web user asked for, only inside the operator's bench folder
+    (``ui.eval_dir``); the same message whether a path outside it exists or not."""
+    if not root_setting.strip():
+        raise DocLensError("evaluation from the web page reads only the bench folder the operator sets in "
+                           "ui.eval_dir (DOCLENS_UI_EVAL_DIR); it is not set. Run `main.py eval` instead.")
+    root = Path(os.path.realpath(Path(root_setting).expanduser()))
+    qa = _inside(root, qa_path)
+    if qa is None or not qa.is_file():
+        raise DocLensError(f"QA file not found in the bench folder: {(qa_path or '').strip()}")
+    docs = _inside(root, docs_dir) if (docs_dir or "").strip() else qa.parent
+    if docs is None or not docs.is_dir():
+        raise DocLensError(f"PDF folder not found in the bench folder: {(docs_dir or '').strip()}")
+    return qa, docs
+
+
+def _inside(root: Path, typed: str) -> Optional[Path]:
+    typed = (typed or "").strip()
+    if not typed:
+        return None
+    real = Path(os.path.realpath(root / typed))  # an absolute path replaces root, then must lie inside it
+    return real if real.is_relative_to(root) else None
 
 
 def user_key(request: Optional[gr.Request]) -> str:
@@ -50,9 +68,18 @@ def hidden() -> Any:
 
 
 class KBHandlers:
-    def __init__(self, service: DocLens, jobs: Optional[UploadJobs] = None):
+    def __init__(self, service: DocLens, uploads: Optional[ReceivedUploads] = None,
+                 jobs: Optional[UploadJobs] = None):
         self.service = service
-        self.jobs = jobs or UploadJobs(service.ingest)
+        self.uploads = uploads or ReceivedUploads()  # without the running Blocks nothing counts as received
+        self.jobs = jobs or UploadJobs(self._ingest_received)
+
+    def _ingest_received(self, kb: str, paths: list[Path], **options: Any) -> list:
+        """The job's work: index, then delete the upload's copies (indexed or refused, they are used)."""
+        try:
+            return self.service.ingest(kb, paths, **options)
+        finally:
+            self.uploads.discard(paths)
 
     # -- knowledge bases ------------------------------------------------------------------------
 
@@ -157,9 +184,12 @@ class KBHandlers:
         Runs with preprocess=False: ``files`` are FileData dicts, which carry the user's original names.
         The chosen files stay in the box unless the job was accepted."""
         lang = lang_of(request)
-        paths, names = uploaded_files(files)
-        if not kb:
+        if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
+        try:
+            paths, names = self.uploads.admit(files)
+        except UploadRefused as exc:
+            return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None
         if not paths:
             return (warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(),
                     gr.skip(), gr.skip())
@@ -226,10 +256,10 @@ class KBHandlers:
     def evaluate(self, kb: Optional[str], qa_path: str, docs_dir: str, use_current_kb: bool, modes: list[str],
                  limit: float, request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> str:
         lang = lang_of(request)
-        qa = Path((qa_path or "").strip()).expanduser()
-        if not qa.is_file():
-            return warning_md(text(lang, "QA file not found: {p}", "找不到问答文件：{p}").format(p=qa))
-        docs = Path((docs_dir or "").strip()).expanduser() if (docs_dir or "").strip() else qa.parent
+        try:
+            qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
+        except DocLensError as exc:
+            return warning_md(error_text(exc, "run the evaluation", lang))
 
         def on_progress(event: ProgressEvent) -> None:
             progress(event.fraction if event.file_count else 0.0, desc=event.message or event.stage)

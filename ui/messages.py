@@ -31,6 +31,10 @@ _ERRORS_ZH: list[tuple[re.Pattern[str], str]] = [(re.compile(p), zh) for p, zh i
     (r"^(?P<a>.*): the original PDF is not kept for this document; upload it again$",
      "{a}：未保留该文档的原始 PDF；请重新上传"),
     (r"^no PDF files found in (?P<a>.*)$", "在 {a} 中没有找到 PDF 文件"),
+    (r"^a file was not received by this server's upload: .*$",
+     "有文件不是经由本服务器的上传接收的：请通过页面或 gradio_client.handle_file 上传 PDF"),
+    (r"^QA file not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到问答文件：{a}"),
+    (r"^PDF folder not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到 PDF 文件夹：{a}"),
 ]]
 
 _NOTICES_ZH: list[tuple[re.Pattern[str], str]] = [(re.compile(p), zh) for p, zh in [

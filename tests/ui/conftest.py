@@ -12,7 +12,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pytest
 
@@ -42,6 +42,8 @@ class RunningApp:
     url: str
     fake: FakeOpenAI
     log_path: Path
+    data_dir: Optional[Path] = None
+    upload_dir: Optional[Path] = None  # the app's GRADIO_TEMP_DIR
 
 
 def free_port() -> int:
@@ -65,10 +67,15 @@ def wait_until_serving(url: str, process: subprocess.Popen, log_path: Path) -> N
     raise RuntimeError(f"the app did not answer within {START_TIMEOUT} s:\n{log_path.read_text()[-4000:]}")
 
 
+def upload_dir_for(data_dir: Path) -> Path:
+    return data_dir.parent / f"{data_dir.name}-gradio"
+
+
 def app_environment(data_dir: Path, fake: FakeOpenAI) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCLENS_")}
     env.update({
         "DOCLENS_DATA_DIR": str(data_dir),
+        "GRADIO_TEMP_DIR": str(upload_dir_for(data_dir)),  # one per app: uploads are checked and cleaned
         "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE),
         "DOCLENS_LLM_BASE_URL": fake.base_url,
         "DOCLENS_LLM_MODEL": "fake-chat",
@@ -95,7 +102,7 @@ def doclens_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
                                    env=app_environment(data_dir, fake), stdout=log_file, stderr=subprocess.STDOUT)
         try:
             wait_until_serving(url, process, log_path)
-            yield RunningApp(url, fake, log_path)
+            yield RunningApp(url, fake, log_path, data_dir, upload_dir_for(data_dir))
         finally:
             process.terminate()
             try:

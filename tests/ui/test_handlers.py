@@ -29,6 +29,7 @@ from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_file
 from ui.icons import icon
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
+from ui.web_files import ReceivedUploads
 
 KB = "physics"
 EMPTY_KB = "empty"
@@ -255,10 +256,12 @@ def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> N
 def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
     handlers = ChatHandlers(service)
     gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
-    assert [f["id"] for f in figures] == [figure.id] and gallery["value"][0][0] == figure.path
+    assert [f["id"] for f in figures] == [figure.id]
+    assert Path(gallery["value"][0][0]).read_bytes() == Path(figure.path).read_bytes()  # a served copy
     row, thumb, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
     assert row["visible"] is True and lock["id"] == figure.id
-    assert thumb == figure.path and figure.file in text and f"figure p{figure.page}" in text  # the chip says which
+    assert thumb == gallery["value"][0][0], "the chip shows the figure's served copy"
+    assert figure.file in text and f"figure p{figure.page}" in text  # the chip says which figure
     assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 4
     row, lock = handlers.unlock_figure()
     assert row["visible"] is False and lock is None
@@ -289,7 +292,9 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     temp.parent.mkdir(parents=True)
     shutil.copyfile(SAMPLES / PHYSICS, temp)
     original = "My paper (v2).pdf"
-    handlers = KBHandlers(service)
+    blocks = gr.Blocks()
+    blocks.upload_file_set.add(str(temp))  # as Gradio's /upload route records what it received
+    handlers = KBHandlers(service, ReceivedUploads(blocks, tmp_path / "gradio"))
     status, *_ = handlers.create("uploads", KB)
     assert status.startswith(icon("ok"))
     status, table, timer, files = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
@@ -340,7 +345,7 @@ def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fak
     assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
     result = handlers.apply(fake.base_url, "qwen", "", "", "sentence_transformers",
                             "bundled:multilingual-e5-small", "", "", "rapidocr")
-    assert result[0].startswith("✅")  # the Settings tab is converted with the i18n merge
+    assert result[0].startswith(icon("ok"))
     assert service.settings.llm.model == "qwen"
     assert service.settings.llm.api_key.get_secret_value() == API_KEY
     assert API_KEY not in repr(result) and result[4].startswith("set") and result[-2:] == ("", "")

@@ -1,0 +1,334 @@
+"""The web app under attack (issue 11 items 1, 2, 3, 14; issue 12 items 12, 13): real servers on
+127.0.0.1, real Gradio HTTP requests (the ``/call`` API, the browser's queue protocol, ``/upload``,
+``/file=``), real PDFs and the recording OpenAI fake."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import httpx
+import pytest
+
+from backend.errors import SettingsError
+from backend.settings import load_settings
+from tests.support.fake_openai import FakeOpenAI
+from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
+                               wait_until_serving)
+from ui.common import ALL_DOCUMENTS  # the doc filter's "all documents" value
+from ui.web_files import NOT_RECEIVED
+
+pytestmark = pytest.mark.slow
+
+KB = "security"
+OPERATOR_KEY = "sk-test-ui"  # what tests/ui/conftest.py gives the shared app
+
+
+# ---------------------------------------------------------------- Gradio over plain HTTP
+
+
+class Web:
+    """One browser session (own session hash, own cookies) talking Gradio's HTTP protocols."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self.http = httpx.Client(timeout=120, trust_env=False)
+        self.session_hash = uuid.uuid4().hex[:11]
+        self._config: Optional[dict] = None
+
+    def login(self, user: str, password: str) -> None:
+        response = self.http.post(f"{self.url}/login", data={"username": user, "password": password})
+        assert response.status_code == 200, response.text
+
+    def call(self, api_name: str, *data: Any) -> tuple[str, Any]:
+        """The ``/gradio_api/call`` API: ("complete", outputs) or ("error", message)."""
+        started = self.http.post(f"{self.url}/gradio_api/call/{api_name}", json={"data": list(data)})
+        assert started.status_code == 200, started.text
+        event_id = started.json()["event_id"]
+        with self.http.stream("GET", f"{self.url}/gradio_api/call/{api_name}/{event_id}") as stream:
+            event = None
+            for line in stream.iter_lines():
+                if line.startswith("event:"):
+                    event = line.split(":", 1)[1].strip()
+                elif line.startswith("data:") and event in ("complete", "error"):
+                    payload = json.loads(line.split(":", 1)[1].strip() or "null")
+                    if event == "error":
+                        return event, payload.get("error") if isinstance(payload, dict) else payload
+                    return event, payload[0] if isinstance(payload, list) and len(payload) == 1 else payload
+        raise AssertionError(f"{api_name}: the stream ended without a result")
+
+    def queue(self, api_name: str, *data: Any) -> dict:
+        """What the page does (also for private endpoints): join the queue, read the session's events."""
+        fn_index = self.fn_index(api_name)
+        joined = self.http.post(f"{self.url}/gradio_api/queue/join", json={
+            "data": list(data), "fn_index": fn_index, "trigger_id": None, "session_hash": self.session_hash,
+            "event_data": None})
+        assert joined.status_code == 200, joined.text
+        event_id = joined.json()["event_id"]
+        with self.http.stream("GET", f"{self.url}/gradio_api/queue/data",
+                              params={"session_hash": self.session_hash}) as stream:
+            for line in stream.iter_lines():
+                if not line.startswith("data:"):
+                    continue
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed" and message.get("event_id") == event_id:
+                    return message
+        raise AssertionError(f"{api_name}: the queue stream ended without a result")
+
+    def fn_index(self, api_name: str) -> int:
+        if self._config is None:
+            self._config = self.http.get(f"{self.url}/config").json()
+        return next(d["id"] for d in self._config["dependencies"] if d.get("api_name") == api_name)
+
+    def upload(self, path: Path, name: Optional[str] = None) -> str:
+        """Gradio's own upload route, as the page and gradio_client use it; returns the server path."""
+        with open(path, "rb") as handle:
+            response = self.http.post(f"{self.url}/gradio_api/upload",
+                                      files={"files": (name or path.name, handle, "application/pdf")})
+        assert response.status_code == 200, response.text
+        return response.json()[0]
+
+    def file(self, path: str) -> httpx.Response:
+        return self.http.get(f"{self.url}/gradio_api/file={path}")
+
+
+def file_data(path: str, name: str = "d.pdf") -> dict:
+    return {"path": path, "orig_name": name, "meta": {"_type": "gradio.FileData"}}
+
+
+def outputs(message: dict) -> list:
+    assert message["success"], message
+    return message["output"]["data"]
+
+
+def uploads_left(app: RunningApp) -> list[Path]:
+    return [p for p in app.upload_dir.rglob("*") if p.is_file() and "doclens-shown" not in p.parts] \
+        if app.upload_dir.exists() else []
+
+
+def log_since(app: RunningApp, offset: int) -> str:
+    return app.log_path.read_text(encoding="utf-8", errors="replace")[offset:]
+
+
+def log_size(app: RunningApp) -> int:
+    return len(app.log_path.read_text(encoding="utf-8", errors="replace"))
+
+
+@pytest.fixture(scope="module")
+def indexed(doclens_app: RunningApp) -> RunningApp:
+    """The shared app with one knowledge base holding the sample PDF, uploaded as a browser does."""
+    web = Web(doclens_app.url)
+    assert web.call("create_kb", KB)[0] == "complete"
+    server_path = web.upload(SAMPLE_PDF)
+    event, results = web.call("upload", KB, [file_data(server_path, SAMPLE_PDF.name)])
+    assert event == "complete" and [r["status"] for r in results] == ["indexed"], results
+    return doclens_app
+
+
+# ---------------------------------------------------------------- item 1: no server file read
+
+
+def test_upload_refuses_files_gradio_did_not_receive(indexed: RunningApp, tmp_path: Path) -> None:
+    folder = tmp_path / "server-folder"
+    folder.mkdir()
+    shutil.copyfile(SAMPLE_PDF, folder / "secret.pdf")
+    web = Web(indexed.url)
+    before = [d["file"] for d in web.call("documents", KB)[1]]
+    assert before == [SAMPLE_PDF.name]
+    messages = []
+    for entry in ({"path": str(folder), "orig_name": "d.pdf"},  # the reported attack: no meta
+                  {"path": str(folder / "secret.pdf"), "orig_name": "d.pdf"},
+                  {"path": str(tmp_path / "missing.pdf"), "orig_name": "d.pdf"},
+                  file_data(str(folder / "secret.pdf"))):
+        event, message = web.call("upload", KB, [entry])
+        assert event == "error", message
+        messages.append(message)
+    assert len(set(messages[:3])) == 1, "the message must not tell which server paths exist"
+    assert NOT_RECEIVED in messages[0] and str(folder) not in messages[0]
+    # Gradio checks FileData with meta is inside its upload folder; being there is not enough either
+    planted = indexed.upload_dir / "planted" / "other.pdf"
+    planted.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(SAMPLE_PDF, planted)
+    for endpoint in ("upload", "kb_upload"):  # the API and the KB tab's event
+        event, result = web.call(endpoint, KB, [file_data(str(planted), "planted.pdf")])
+        assert NOT_RECEIVED in (result if event == "error" else result[0]), result
+    assert [d["file"] for d in web.call("documents", KB)[1]] == before, "nothing from the server was indexed"
+    assert (folder / "secret.pdf").exists(), "refusing never deletes files outside the upload folder"
+
+
+def test_evaluation_reads_only_the_operators_bench_folder(indexed: RunningApp, tmp_path: Path) -> None:
+    qa = tmp_path / "qa.jsonl"
+    qa.write_text(json.dumps({"question": "What?", "doc": SAMPLE_PDF.name}) + "\n", encoding="utf-8")
+    event, report = Web(indexed.url).call("kb_eval", KB, str(qa), str(SAMPLE_PDF.parent), False, ["dense"], 1)
+    assert event == "complete"
+    assert "bench folder" in report and "ui.eval_dir" in report, report
+
+
+# ---------------------------------------------------------------- items 1 and 14: uploads are used once
+
+
+def test_received_uploads_are_deleted_once_indexed_or_refused(indexed: RunningApp, tmp_path: Path) -> None:
+    web = Web(indexed.url)
+    assert uploads_left(indexed) == [], "the fixture's upload is gone once indexed"
+    not_pdf = tmp_path / "notes.pdf"
+    not_pdf.write_text("not a PDF at all", encoding="utf-8")
+    server_path = web.upload(not_pdf)
+    assert Path(server_path).exists()
+    event, results = web.call("upload", KB, [file_data(server_path, "notes.pdf")])
+    assert event == "complete" and results[0]["status"] == "failed", results
+    assert not Path(server_path).exists() and uploads_left(indexed) == []
+    event, message = web.call("upload", KB, [file_data(server_path, "notes.pdf")])  # used once only
+    assert event == "error" and NOT_RECEIVED in message
+
+
+def test_uploads_left_are_deleted_when_the_server_stops(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    port = free_port()
+    log_path = tmp_path / "app.log"
+    with FakeOpenAI() as fake, open(log_path, "w", encoding="utf-8") as log_file:
+        process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port)], cwd=REPO_ROOT,
+                                   env=app_environment(data_dir, fake), stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}/", process, log_path)
+            server_path = Path(Web(f"http://127.0.0.1:{port}").upload(SAMPLE_PDF))
+            assert server_path.exists() and server_path.is_relative_to(upload_dir_for(data_dir))
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+    assert not server_path.exists(), "an upload nobody used must not outlive the server"
+    assert not any(p.is_file() for p in upload_dir_for(data_dir).rglob("*"))
+
+
+# ---------------------------------------------------------------- item 3: nothing else is downloadable
+
+
+def test_data_folder_is_not_downloadable_but_shown_images_are(indexed: RunningApp) -> None:
+    web = Web(indexed.url)
+    collection = next(kb["collection"] for kb in web.call("list_kbs")[1] if kb["name"] == KB)
+    folder = indexed.data_dir / "kbs" / collection
+    originals = list((folder / "files").glob("*.pdf"))
+    assert originals and (folder / "registry.sqlite3").exists()
+    for private in [folder / "registry.sqlite3", originals[0], indexed.data_dir / "milvus.db", folder]:
+        assert web.file(str(private)).status_code in (403, 404), private
+    event, (gallery, _figures) = web.call("chat_kb_figures", KB, ALL_DOCUMENTS)
+    gallery = gallery.get("value") if isinstance(gallery, dict) else gallery
+    assert event == "complete" and gallery, "the sample PDF has a figure"
+    image = gallery[0]["image"]
+    assert not Path(image["path"]).is_relative_to(indexed.data_dir)
+    shown = web.http.get(image["url"])
+    assert shown.status_code == 200 and shown.content[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_serve_on_an_open_address_without_login_refuses_to_start(tmp_path: Path) -> None:
+    with FakeOpenAI() as fake:
+        env = app_environment(tmp_path / "data", fake)
+        try:
+            done = subprocess.run([sys.executable, "main.py", "serve", "--host", "0.0.0.0", "--port",
+                                   str(free_port())], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                                  timeout=90)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the server started on 0.0.0.0 without a login")
+    assert done.returncode == 1, done.stderr
+    assert "without a login" in done.stderr and "--insecure" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------- item 2: the operator's key stays home
+
+
+def ask_from_page(web: Web, question: str) -> list:
+    """The Chat tab's send event (question, kb, document, chatbot, turns, figure lock, session profile)."""
+    return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, None))
+
+
+def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat") -> list:
+    """The Settings tab's Apply (llm url, model, vision model, key, embedding provider, model, url, key,
+    OCR engine, session profile)."""
+    return outputs(web.queue("settings_apply", llm_url, model, "", key, "sentence_transformers",
+                             "bundled:multilingual-e5-small", "", "", "rapidocr", None))
+
+
+def bearer(request) -> str:
+    return request.header("Authorization") or ""
+
+
+def test_a_session_model_gets_no_operator_key_and_changes_nobody_else(indexed: RunningApp) -> None:
+    operator_fake = indexed.fake
+    with FakeOpenAI() as elsewhere:
+        visitor, other = Web(indexed.url), Web(indexed.url)
+        status = apply_from_page(visitor, elsewhere.base_url)[0]
+        assert "session" in status, status
+        ask_from_page(visitor, "What is the key formula?")
+        sent = elsewhere.chat_requests()
+        assert sent, "the visitor's own endpoint answers the visitor"
+        assert all(OPERATOR_KEY not in bearer(r) for r in elsewhere.requests), "the operator's key moved"
+        before = len(operator_fake.chat_requests())
+        ask_from_page(other, "What is the key formula?")
+        assert len(operator_fake.chat_requests()) > before, "another session still uses the server's model"
+        assert bearer(operator_fake.last_chat()) == f"Bearer {OPERATOR_KEY}"
+        assert all(r.body.get("model") != "session-chat" for r in operator_fake.chat_requests())
+
+
+def test_settings_are_checked_like_the_config_file(indexed: RunningApp) -> None:
+    status = apply_from_page(Web(indexed.url), "not a url")[0]
+    with pytest.raises(SettingsError) as from_config:
+        load_settings(environ={"DOCLENS_LLM_BASE_URL": "not a url"})
+    assert str(from_config.value) in status and "Applied" not in status, status
+
+
+@pytest.fixture(scope="module")
+def admin_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """A second app with two logins, alice being the operator (``--admin alice``)."""
+    data_dir = tmp_path_factory.mktemp("admin-data")
+    log_path = data_dir.parent / "admin-app.log"
+    port = free_port()
+    with FakeOpenAI() as fake, open(log_path, "w", encoding="utf-8") as log_file:
+        env = {**app_environment(data_dir, fake), "DOCLENS_AUTH": "alice:wonder bob:builder"}
+        process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port), "--admin", "alice"],
+                                   cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        try:
+            wait_until_serving(f"http://127.0.0.1:{port}/", process, log_path)
+            yield RunningApp(f"http://127.0.0.1:{port}", fake, log_path, data_dir, upload_dir_for(data_dir))
+        finally:
+            process.terminate()
+            process.wait(timeout=60)
+
+
+def test_only_the_admin_changes_the_server_and_a_key_stays_with_its_endpoint(admin_app: RunningApp) -> None:
+    alice, bob = Web(admin_app.url), Web(admin_app.url)
+    alice.login("alice", "wonder")
+    bob.login("bob", "builder")
+    scope = outputs(bob.queue("page_load_settings", None))
+    assert "session only" in scope[0] and scope[1] == admin_app.fake.base_url
+    with FakeOpenAI() as elsewhere:
+        assert "session" in apply_from_page(bob, elsewhere.base_url)[0]
+        scope = outputs(alice.queue("page_load_settings", None))
+        assert "operator" in scope[0] and scope[1] == admin_app.fake.base_url, "bob changed only his session"
+        status = apply_from_page(alice, elsewhere.base_url, model="new-server-model")[0]
+        assert "this server" in status, status
+        carol = Web(admin_app.url)  # a new session of the other login sees the server's new endpoint
+        carol.login("bob", "builder")
+        assert outputs(carol.queue("page_load_settings", None))[1] == elsewhere.base_url
+        before = len(elsewhere.requests)
+        outputs(alice.queue("settings_test_llm", None))  # the server's model now: the new endpoint...
+        assert len(elsewhere.requests) > before
+        assert all(OPERATOR_KEY not in bearer(r) for r in elsewhere.requests), "...without the old one's key"
+
+
+# ---------------------------------------------------------------- issue 12 item 13: user errors, one log line
+
+
+def test_user_errors_through_the_api_log_one_line(indexed: RunningApp) -> None:
+    web = Web(indexed.url)
+    offset = log_size(indexed)
+    assert web.call("upload", KB, [])[0] == "error"
+    assert web.call("ask", "no-such-kb", "anything?", "")[0] == "error"
+    time.sleep(0.5)
+    written = log_since(indexed, offset)
+    assert "Traceback" not in written, written
+    assert written.count("\n") <= 4 and "refused" in written, written
