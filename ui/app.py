@@ -17,7 +17,7 @@ from ui.api import register_api
 from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
 from ui.chat_tab import ChatHandlers
 from ui.common import bi, kb_names, set_language
-from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, set_session_language, text,
+from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text,
                      translations)
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
@@ -58,7 +58,6 @@ def header_html() -> str:
 
 def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any]:
     """While the embedding model is prepared: what is happening and for how long. Outputs: banner, timer."""
-    from ui.i18n import lang_of
     from ui.kb_view import progress_html
     state = service.model_state
     if not state.preparing:
@@ -70,6 +69,12 @@ def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any
                 ).format(s=state.seconds)
     # No fraction is known for the build: the bar fills towards a typical first build of ~3 minutes.
     return gr.update(value=progress_html(min(0.95, state.seconds / 180), line), visible=True), gr.update(active=True)
+
+
+def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:
+    lang = lang_of(request)
+    return (gr.Tab(label=text(lang, "Chat", "问答")), gr.Tab(label=text(lang, "Knowledge base", "知识库")),
+            gr.Tab(label=text(lang, "Settings", "设置")))
 
 
 def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
@@ -87,8 +92,8 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         kb_handlers = KBHandlers(service, uploads)
         llm_profile = gr.State(None)  # this session's own model profile (Settings tab), None: the server's
         gr.HTML(header_html(), elem_id="dl-header")
-        language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, show_label=False, container=False,
-                            elem_id="language-switch")
+        language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, label=label("Language", "语言"),
+                            show_label=False, container=False, elem_id="language-switch")
         banner = gr.HTML("", visible=False, elem_id="model-banner")
         banner_timer = gr.Timer(2.0, active=False)
         with gr.Tabs(elem_id="dl-tabs") as tabs:
@@ -96,7 +101,7 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
                 chat = build_chat_tab(service, chat_handlers, llm_profile)
             with gr.Tab(label("Knowledge base", "知识库"), id="kb", elem_id="tab-kb") as kb_tab:
                 kb = build_kb_tab(service, kb_handlers)
-            with gr.Tab(label("Settings", "设置"), id="settings", elem_id="tab-settings"):
+            with gr.Tab(label("Settings", "设置"), id="settings", elem_id="tab-settings") as settings_tab:
                 settings_fields = build_settings_tab(service, llm_profile, admin)
         register_api(service, uploads)
         wire_cross_tab(chat_handlers, chat, kb)
@@ -105,6 +110,8 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
                           api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED)
         located = demo.load(set_session_language, language, language, js=RESTORE_LOCALE_JS, api_name="page_language",
                             queue=False, **UNDOCUMENTED)
+        # Gradio re-translates only the shown tab's label after a locale change: set all three here.
+        located.then(tab_labels, None, [chat_tab, kb_tab, settings_tab], api_name="page_tab_labels", **UNDOCUMENTED)
         loaded = located.then(chat_handlers.refresh_choices, [chat.last_kb, chat.doc_filter],
                               [chat.kb_select, chat.doc_filter], api_name="page_load", **UNDOCUMENTED)
         loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty",
@@ -113,13 +120,11 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
                     api_name="page_load_banner", **UNDOCUMENTED)
         chain_panel(loaded, chat_handlers, chat, "page_load")
         kb.follow(loaded, chat.kb_select, "page_load_kb")
-        demo.load(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
+        located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
                   api_name="page_load_settings", **UNDOCUMENTED)
-        switched = language.input(set_session_language, language, language, js=SWITCH_LOCALE_JS,
-                                  api_name="switch_language", queue=False, **UNDOCUMENTED)
-        switched.then(kb_handlers.refresh, kb.kb_active, [kb.kb_active, kb.docs_table], api_name="language_kb",
-                      **UNDOCUMENTED).then(chat_handlers.clear, None, chat.fresh_view, api_name="language_chat",
-                                           **UNDOCUMENTED)
+        # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
+        language.input(None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False,
+                       **UNDOCUMENTED)
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
 

@@ -71,31 +71,31 @@ def _session(request: Optional[gr.Request]) -> str:
     return (getattr(request, "session_hash", None) or "") if request is not None else ""
 
 
-# Switches Gradio's frontend locale: the page's own i18n module exposes changeLocale.
-SWITCH_LOCALE_JS = """
-async (lang) => {
-  const url = performance.getEntriesByType('resource').map((e) => e.name)
-    .find((name) => /\\/assets\\/core-[^/]+\\.js$/.test(name));
-  if (url) {
-    try { (await import(url)).changeLocale(lang); } catch (e) { console.warn('locale switch failed', e); }
-  }
-  try { localStorage.setItem('doclens-language', lang); } catch (e) {}
-  return lang;
-}
-"""
-
-# On load: a language chosen earlier on this browser wins over the browser's own language.
+# On load: the language chosen on this page earlier (else the browser's) becomes Gradio's locale; the
+# server is told which one it is, so a session's handlers answer in it.
 RESTORE_LOCALE_JS = """
 async () => {
   let lang = null;
   try { lang = localStorage.getItem('doclens-language'); } catch (e) {}
-  if (lang) {
+  if (lang === 'zh' || lang === 'en') {
     const url = performance.getEntriesByType('resource').map((e) => e.name)
       .find((name) => /\\/assets\\/core-[^/]+\\.js$/.test(name));
-    if (url) { try { (await import(url)).changeLocale(lang); } catch (e) {} }
+    // After the first render: an earlier change leaves the labels of tabs not shown yet untranslated.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    if (url) { try { (await import(url)).changeLocale(lang); } catch (e) { console.warn(e); } }
     return lang;
   }
   lang = document.documentElement.lang || navigator.language || 'en';
   return lang.toLowerCase().startsWith('zh') ? 'zh' : 'en';
+}
+"""
+
+# The switch: remember the choice and load the page again in it. A reload (the KB choice and a running
+# upload come back by themselves) is the one way every text already rendered changes language too.
+SWITCH_LOCALE_JS = """
+(lang) => {
+  try { localStorage.setItem('doclens-language', lang); } catch (e) {}
+  setTimeout(() => window.location.reload(), 50);
+  return lang;
 }
 """

@@ -131,6 +131,11 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     return tab
 
 
+def mode_label(mode: str) -> Any:
+    return {"dense": label("dense (vectors)", "向量检索"), "keyword": label("keyword (BM25)", "关键词检索"),
+            "hybrid": label("hybrid", "混合检索"), "rerank": label("hybrid + rerank", "混合检索 + 重排序")}[mode]
+
+
 def build_quality_checks() -> tuple:
     with gr.Accordion(label("Quality checks", "质量检查"), open=False, elem_id="quality"):
         with gr.Row(elem_classes="dl-kb-row"):
@@ -145,7 +150,8 @@ def build_quality_checks() -> tuple:
                                               "评测文件夹中的 PDF 文件夹（默认：问答文件旁）"),
                                   elem_id="eval-docs", scale=3, min_width=220)
         with gr.Row(elem_classes="dl-kb-row"):
-            modes = gr.CheckboxGroup(EVAL_MODES, value=EVAL_MODES, label=label("Modes", "模式"), scale=3)
+            modes = gr.CheckboxGroup([(mode_label(m), m) for m in EVAL_MODES], value=EVAL_MODES,
+                                     label=label("Modes", "模式"), scale=3)
             limit = gr.Number(label=label("Questions (0 = all)", "问题数（0 为全部）"), value=50, precision=0,
                               minimum=0, scale=1, min_width=120)
             use_current = gr.Checkbox(label=label("Use the active knowledge base", "使用当前知识库"), value=False,

@@ -348,10 +348,10 @@ def other_language_strings(page_text: str, lang: str) -> list[str]:
     for en, zh in ui_string_pairs():
         if "{" in en or en == zh:
             continue  # templates are checked through their filled-in results elsewhere
-        if lang == "zh" and re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text):
-            found.append(en)
-        if lang == "en" and zh in page_text:
-            found.append(zh)
+        match = (re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text) if lang == "zh"
+                 else re.search(re.escape(zh), page_text))
+        if match:  # with the text around it, so a failure says where it is
+            found.append(page_text[max(0, match.start() - 40):match.end() + 20].replace("\n", " | "))
     return found
 
 
