@@ -1,6 +1,6 @@
 """Status icons that render without an emoji font: plain symbols from DejaVu Sans (Debian's default font).
 
-Emoji (✅ ⚠️ 🗑️ …) show as empty boxes on a stock Debian browser. These code points are text symbols
+Emoji show as empty boxes on a stock Debian browser. These code points are text symbols
 that DejaVu Sans and most system fonts have; the colour comes from CSS classes in assets/style.css.
 """
 

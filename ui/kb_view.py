@@ -50,8 +50,8 @@ def job_progress_html(job: UploadJob, lang: str) -> str:
         first = job.names[0] if job.names else ""
         line = text(lang, "queued: {file} (waits for the embedding model or another upload)",
                     "排队中：{file}（等待向量模型或其他上传）").format(file=first)
-        return progress_html(0.0, line)
-    line = progress_text(job.event, lang)
+    else:
+        line = progress_text(job.event, lang)
     if job.cancel.is_set():
         line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
     return progress_html(job.fraction, line)

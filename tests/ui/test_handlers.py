@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -19,16 +20,17 @@ import pytest
 
 from backend.errors import SettingsError
 from backend.service import DocLens
-from backend.types import Figure, IngestResult, ProgressEvent
+from backend.types import Answer, Figure, IngestResult, ProgressEvent, Source
 from tests.conftest import SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest
 from ui.app import build_app, parse_auth
-from ui.chat_tab import ChatHandlers, normalize_messages
-from ui.common import ALL_DOCUMENTS, error_text
+from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
+from ui.common import ALL_DOCUMENTS, error_text, kb_names
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
-from ui.icons import icon
+from ui.icons import SYMBOLS, icon
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
+from ui.upload_jobs import UploadJobs
 from ui.web_files import ReceivedUploads
 
 KB = "physics"
@@ -385,3 +387,158 @@ def test_build_app_has_every_element_id(service: DocLens) -> None:
     assert all(fn.api_name for fn in demo.fns.values()), "every event needs an explicit api_name"
     kb_active = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "kb-active")
     assert KB in [choice[0] for choice in kb_active.choices]  # built from the real service's list
+
+
+# ---------------------------------------------------------------- issue 12
+
+
+def test_kb_delete_uses_the_name_the_confirmation_showed(service: DocLens) -> None:
+    """Item 1: the service call gets the confirmation's name, never the picker's current value."""
+    handlers = KBHandlers(service)
+    handlers.create("to-delete", KB)
+    row, message, pending = handlers.ask_delete("to-delete")
+    assert row["visible"] is True and "to-delete" in message and pending == "to-delete"
+    status, row, picker, _table, pending = handlers.delete(pending)
+    assert "to-delete" in status and row["visible"] is False and pending is None
+    assert "to-delete" not in picker["choices"] and KB in picker["choices"]
+    assert handlers.close_confirmation()[1] is None  # a new selection drops the pending name
+
+
+def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
+    """Item 2: no document is pre-selected, and deleting one first asks, naming file and KB."""
+    handlers = KBHandlers(service)
+    assert handlers.file_choices(KB)["value"] is None
+    row, message, pending = handlers.ask_delete_document(KB, None)
+    assert row["visible"] is False and pending is None
+    row, message, pending = handlers.ask_delete_document(KB, PHYSICS)
+    assert row["visible"] is True and PHYSICS in message and KB in message
+    assert pending == {"kb": KB, "file": PHYSICS}
+    assert [d.file for d in service.documents(KB)] == [PHYSICS], "asking deletes nothing"
+
+
+def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: Path) -> None:
+    """Item 3: the user's "$5 and $10" and a quoted "(M$)" keep their dollar signs out of KaTeX."""
+    user = run_send(service, question="$5 and $10 是多少钱？")[0][0][-2]
+    assert user["role"] == "user" and "$" not in user["content"] and user["content"].count(CURRENCY_HTML) == 2
+    source = Source("report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |",
+                    relevance=80.0)
+    answer = Answer("", "extractive", 80.0, [source], notice="No language model is configured, so this answer "
+                    "quotes the most relevant passages.", question="revenue by region")
+    rendered = answer_markdown(answer, "en")
+    assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
+
+
+def test_a_new_answer_hides_the_previous_page(service: DocLens) -> None:
+    """Item 5: the page preview is cleared as soon as a new question is asked."""
+    updates = run_send(service)
+    assert updates[0][9] == gr.update(value=None, visible=False)
+
+
+def test_extractive_answers_show_each_passage_once(service: DocLens, data_dir: Path) -> None:
+    """Item 20: without a model, the answer quotes the passages; no second "Sources" block repeats them."""
+    service.reconfigure(make_settings(data_dir))
+    final = run_send(service)[-1]
+    messages = final[0]
+    assert not any(m.get("metadata") for m in messages), "no Sources message under a quoted answer"
+    assert final[2].raw_samples, "the clickable table still lists the sources"
+    text = answer_text([final])
+    assert text.count("[1]") == 1 and "relevance" in text
+
+
+def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path) -> None:
+    """Item 8: Cancel while nothing runs says so; a cancelled job ends in "nothing was stored"."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    job = handlers.jobs.start("", KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None and handlers.attach(KB)[1]["active"] is True, "a reloaded page re-attaches"
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB)
+    assert job.done.wait(60)
+    status, _table, _picker, timer = handlers.poll(KB)
+    assert "Upload cancelled; nothing was stored." in status and timer["active"] is False
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    assert [d.file for d in service.documents(KB)] == [PHYSICS]
+
+
+def slow_ingest(service: DocLens):
+    """The real ingest, started only once the test has cancelled (so the cancel lands on a running job)."""
+    def ingest(kb, paths, *, cancel, **options):
+        cancel.wait(30)
+        return service.ingest(kb, paths, cancel=cancel, **options)
+    return ingest
+
+
+def test_model_preparation_shows_a_banner(service: DocLens) -> None:
+    """Item 9: while the embedding model is prepared the page says so and for how long."""
+    from ui.app import model_banner
+    banner, timer = model_banner(service)
+    assert banner["visible"] is False and timer["active"] is False
+    service.model_state.started()
+    try:
+        banner, timer = model_banner(service)
+        assert banner["visible"] is True and timer["active"] is True
+        assert "Preparing the embedding model" in banner["value"] and "dl-progress" in banner["value"]
+    finally:
+        service.model_state.finished()
+
+
+def test_fresh_install_gets_an_empty_default_kb(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Item 10: the first start creates "Default" (once: deleting it later does not bring it back)."""
+    from ui.app import start_first_run
+    with DocLens(make_settings(tmp_path / "fresh", **model_env(fake.base_url))) as fresh:
+        thread = start_first_run(fresh)
+        assert thread is not None
+        thread.join(120)
+        assert [kb.name for kb in fresh.list_kbs()] == ["Default"]
+        fresh.delete_kb("Default")
+        assert start_first_run(fresh) is None and fresh.list_kbs() == []
+
+
+def test_temporary_evaluation_kbs_are_hidden(service: DocLens) -> None:
+    """Item 14: "eval 20261201-101010" (made and deleted by an evaluation) never shows in a KB list."""
+    service.create_kb("eval 20261201-101010")
+    try:
+        assert "eval 20261201-101010" not in kb_names(service)
+        assert "eval 20261201-101010" in [kb.name for kb in service.list_kbs()]
+    finally:
+        service.delete_kb("eval 20261201-101010")
+
+
+def test_selftest_shows_progress(service: DocLens) -> None:
+    """Item 15: the recall self-test reports each question as it goes."""
+    progress = RecordingProgress()
+    report = KBHandlers(service).selftest(KB, 3, progress=progress)
+    assert "chunk_top1" in report
+    assert [desc for _, desc in progress.calls][-1].startswith("self-test question")
+    assert progress.calls[-1][0] == pytest.approx(1.0)
+
+
+def test_icons_need_no_emoji_font() -> None:
+    """Item 16: every status icon is a plain symbol an installed non-emoji font covers (DejaVu on Debian)."""
+    import subprocess
+    for name, symbol in SYMBOLS.items():
+        assert not 0x1F000 <= ord(symbol) <= 0x1FAFF, name
+        fonts = subprocess.run(["fc-list", f":charset={ord(symbol):x}", "family"], capture_output=True,
+                               text=True).stdout
+        assert fonts.strip() and "emoji" not in fonts.lower(), (name, symbol)
+    emoji = re.compile("[\U0001F000-\U0001FAFF\u2705\u274C\u2B50\uFE0F]")
+    for path in (Path(__file__).resolve().parents[2] / "ui").glob("*.py"):
+        assert not emoji.search(path.read_text(encoding="utf-8")), f"{path.name} still shows emoji"
+
+
+def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fake: FakeOpenAI) -> None:
+    """Item 21: from the second question on, the rewrite is searched beside the user's own words. The
+    recording model "condenses" a physics question into one about the other document of the KB."""
+    if "two docs" not in kb_names(service):
+        service.create_kb("two docs")
+        results = service.ingest("two docs", [SAMPLES / PHYSICS, SAMPLES / "计算机科学示例文档.pdf"])
+        assert [r.status for r in results] == ["indexed", "indexed"], results
+    rewrite = "计算机科学示例文档 讲了哪些算法和数据结构？"
+    assert service.search("two docs", rewrite).sources[0].file != PHYSICS, "the rewrite finds the other file"
+    right = service.search("two docs", QUESTION).sources[0]
+    assert right.file == PHYSICS
+    fake.queue_reply(rewrite)  # the condense request is the first chat call
+    turns = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."}]
+    handlers = ChatHandlers(service)
+    final = [u for u in handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None)][-1]
+    assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
+    assert final[8][0]["file"] == PHYSICS and final[8][0]["text"] == right.text, "the right source comes first"
