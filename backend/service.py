@@ -24,18 +24,33 @@ MAX_SESSION_LLMS = 32  # clients kept for per-session model profiles; the oldest
 
 
 class ModelState:
-    """Whether the embedding model is ready: the UI shows a banner while it is being prepared."""
+    """Whether the embedding model is ready: the UI shows a banner while it is being prepared, the
+    server log (the CLI's console) a line every ``REPORT_SECONDS``."""
+
+    REPORT_SECONDS = 15.0
 
     def __init__(self) -> None:
         self.preparing = False
         self.error = ""
         self.since = 0.0
+        self._done = threading.Event()
 
     def started(self) -> None:
         self.preparing, self.error, self.since = True, "", time.monotonic()
+        self._done.clear()
+        log.info("preparing the embedding model (the first start builds it once: a few minutes)")
+        threading.Thread(target=self._report, name="doclens-model-progress", daemon=True).start()
 
     def finished(self, error: str = "") -> None:
+        seconds = self.seconds
         self.preparing, self.error = False, error
+        self._done.set()
+        if not error:
+            log.info("embedding model ready after %.0f s", seconds)
+
+    def _report(self) -> None:
+        while not self._done.wait(self.REPORT_SECONDS):
+            log.info("still preparing the embedding model (%.0f s so far)", self.seconds)
 
     @property
     def seconds(self) -> float:
