@@ -64,11 +64,11 @@ def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any
         return gr.update(value="", visible=False), gr.update(active=False)
     lang = lang_of(request)
     line = text(lang, "Preparing the embedding model ({s:.0f} s so far; the first start builds it once, which takes "
-                "a few minutes). You can create knowledge bases and queue uploads meanwhile.",
-                "正在准备向量模型（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间可以创建知识库并排队上传。"
+                "a few minutes). Uploads started meanwhile wait in line and start when it is ready.",
+                "正在准备向量模型（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间开始的上传会排队，准备好后自动开始。"
                 ).format(s=state.seconds)
-    # No fraction is known for the build: the bar fills towards a typical first build of ~3 minutes.
-    return gr.update(value=progress_html(min(0.95, state.seconds / 180), line), visible=True), gr.update(active=True)
+    # The build reports no fraction: an indeterminate bar and the time so far, not a made-up percentage.
+    return gr.update(value=progress_html(None, line), visible=True), gr.update(active=True)
 
 
 def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:
@@ -121,7 +121,7 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         chain_panel(loaded, chat_handlers, chat, "page_load")
         kb.follow(loaded, chat.kb_select, "page_load_kb")
         located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
-                  api_name="page_load_settings", **UNDOCUMENTED)
+                     api_name="page_load_settings", **UNDOCUMENTED)
         # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
         language.input(None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False,
                        **UNDOCUMENTED)

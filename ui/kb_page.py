@@ -108,7 +108,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
 
     start.click(handlers.upload, [kb_active, files], [ingest_status, docs_table, poll, files], api_name="kb_upload",
                 preprocess=False, **UNDOCUMENTED)
-    polled = poll.tick(handlers.poll, kb_active, [ingest_status, docs_table, doc_pick, poll], api_name="kb_upload_poll",
+    poll.tick(handlers.poll, kb_active, [ingest_status, docs_table, doc_pick, poll], api_name="kb_upload_poll",
                        show_progress="hidden", **UNDOCUMENTED)
     cancel.click(handlers.cancel_upload, kb_active, ingest_status, api_name="kb_upload_cancel", queue=False,
                  **UNDOCUMENTED)
@@ -122,7 +122,9 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     run_selftest.click(handlers.selftest, [kb_active, samples], quality_report, api_name="kb_selftest",
                        show_progress_on=[quality_report], **UNDOCUMENTED)
     run_eval.click(handlers.evaluate, [kb_active, *eval_inputs], quality_report, api_name="kb_eval", **UNDOCUMENTED)
-    tab = KBTab(kb_active, [created, renamed, deleted, switched, refreshed, polled, doc_deleted], handlers,
+    # Not the poll ticks: the Chat tab refreshes its lists when it is shown (a tick a second would reload
+    # its gallery and summary all through an upload).
+    tab = KBTab(kb_active, [created, renamed, deleted, switched, refreshed, doc_deleted], handlers,
                 docs_table, doc_pick, ingest_status, poll)
     for event, name in ((created, "created"), (renamed, "renamed"), (deleted, "deleted"), (switched, "switched"),
                         (refreshed, "refreshed")):

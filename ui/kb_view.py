@@ -37,8 +37,12 @@ def progress_text(event: ProgressEvent, lang: str = "en") -> str:
     return f"{head} · {stage if known else event.message or stage}"
 
 
-def progress_html(fraction: float, line: str) -> str:
-    """A progress bar of our own (the job outlives any one Gradio event, so Gradio's bar cannot show it)."""
+def progress_html(fraction: Optional[float], line: str) -> str:
+    """A progress bar of our own (the job outlives any one Gradio event, so Gradio's bar cannot show it);
+    ``fraction`` None: work whose length is unknown (a moving stripe, no percentage)."""
+    if fraction is None:
+        return (f'<div class="dl-progress dl-indeterminate" role="progressbar"><div class="dl-progress-bar">'
+                f'<span></span></div><div class="dl-progress-text">{html.escape(line)}</div></div>')
     width = max(0.0, min(100.0, fraction * 100))
     return (f'<div class="dl-progress" role="progressbar" aria-valuenow="{width:.0f}" aria-valuemin="0" '
             f'aria-valuemax="100"><div class="dl-progress-bar"><span style="width:{width:.1f}%"></span></div>'
