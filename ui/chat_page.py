@@ -62,12 +62,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
             chatbot = gr.Chatbot(label=label("Conversation", "对话"), elem_id="chatbot", height=380,
                                  latex_delimiters=LATEX_DELIMITERS, buttons=["copy"], feedback_options=None,
                                  placeholder=label("Ask a question about your documents.", "就文档提出问题。"))
-            with gr.Row(visible=False, elem_id="figure-lock", elem_classes="dl-chip") as lock_row:
-                lock_thumb = gr.Image(None, show_label=False, interactive=False, container=False, height=40,
-                                      width=56, elem_id="figure-lock-thumb", buttons=[], min_width=56, scale=0)
-                lock_text = gr.Markdown("", elem_classes="dl-chip-text", elem_id="figure-lock-text")
-                unlock = gr.Button("\u2715", elem_id="figure-unlock", size="sm", variant="secondary", min_width=40,
-                                   scale=0)
+            lock_row, lock_thumb, lock_text, unlock = build_figure_chip()
             with gr.Row(elem_classes="dl-ask"):
                 question = gr.Textbox(show_label=False, placeholder=label("Your question", "你的问题"), lines=1,
                                       max_lines=6, elem_id="question", scale=5, min_width=200, submit_btn=False)
@@ -80,14 +75,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                                  samples_per_page=10, elem_id="sources")
             page_preview = gr.Image(label=label("Page", "页面"), type="filepath", interactive=False, visible=False,
                                     elem_id="page-preview", buttons=["fullscreen"], height=560)
-        with gr.Column(scale=2, min_width=300, elem_classes="dl-side"):
-            confidence = gr.HTML(panels.confidence_html(None, 0), elem_id="confidence")
-            chart = gr.HTML("", elem_id="score-chart")
-            with gr.Accordion(label("Summary", "摘要"), open=True, elem_classes="dl-summary-box"):
-                summary = gr.Markdown("", elem_id="summary", latex_delimiters=LATEX_DELIMITERS)
-            gallery = gr.Gallery(label=label("Figures: click one to ask about it", "图表：点击后提问"),
-                                 elem_id="figure-gallery", columns=3, height=220, allow_preview=False,
-                                 object_fit="contain", interactive=False, fit_columns=False)
+        confidence, chart, summary, gallery = build_side_panel()
 
     ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, *([llm_profile] if llm_profile else [])]
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources,
@@ -116,6 +104,29 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     picked_doc = doc_filter.input(lambda: None, None, None, api_name="chat_pick_doc", queue=False, **UNDOCUMENTED)
     chain_panel(picked_doc, handlers, tab, "chat_doc")
     return tab
+
+
+def build_figure_chip() -> tuple:
+    """The locked figure as a chip: its thumbnail, file and page, and a button to unlock it."""
+    with gr.Row(visible=False, elem_id="figure-lock", elem_classes="dl-chip") as lock_row:
+        thumb = gr.Image(None, show_label=False, interactive=False, container=False, height=40, width=56,
+                         elem_id="figure-lock-thumb", buttons=[], min_width=56, scale=0)
+        chip_text = gr.Markdown("", elem_classes="dl-chip-text", elem_id="figure-lock-text")
+        unlock = gr.Button("\u2715", elem_id="figure-unlock", size="sm", variant="secondary", min_width=40, scale=0)
+    return lock_row, thumb, chip_text, unlock
+
+
+def build_side_panel() -> tuple:
+    """Confidence, score bars, the document summary and the figure gallery."""
+    with gr.Column(scale=2, min_width=300, elem_classes="dl-side"):
+        confidence = gr.HTML(panels.confidence_html(None, 0), elem_id="confidence")
+        chart = gr.HTML("", elem_id="score-chart")
+        with gr.Accordion(label("Summary", "摘要"), open=True, elem_classes="dl-summary-box"):
+            summary = gr.Markdown("", elem_id="summary", latex_delimiters=LATEX_DELIMITERS)
+        gallery = gr.Gallery(label=label("Figures: click one to ask about it", "图表：点击后提问"),
+                             elem_id="figure-gallery", columns=3, height=220, allow_preview=False,
+                             object_fit="contain", interactive=False, fit_columns=False)
+    return confidence, chart, summary, gallery
 
 
 def chain_panel(event: Any, handlers: ChatHandlers, tab: ChatTab, name: str) -> Any:

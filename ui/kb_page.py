@@ -73,17 +73,8 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     ingest_status = gr.Markdown("", elem_id="ingest-status", min_height=80)
     poll = gr.Timer(POLL_SECONDS, active=False)
 
-    docs_table = gr.Dataframe(headers=doc_headers("en"), value=[], interactive=False, elem_id="docs-table",
-                              label=label("Documents", "文档"), wrap=True, max_height=320)
-    with gr.Row(elem_classes="dl-kb-row"):
-        doc_pick = gr.Dropdown(label=label("Document", "文档"), choices=[], value=None, allow_custom_value=True,
-                               elem_id="doc-delete-pick", scale=3, min_width=200)
-        doc_delete = gr.Button(label("Delete file…", "删除文件…"), variant="stop", elem_id="doc-delete", scale=1,
-                               min_width=120)
-    doc_confirm_row, doc_confirm_text, doc_confirm, doc_keep = confirmation_row(
-        "doc-delete-confirmation", label("Yes, delete the file", "确认删除文件"), label("Keep it", "保留"))
-    doc_pending = gr.State(None)
-    quality_report, quality_inputs = build_quality_checks()
+    docs_table, doc_pick, doc_deleted = build_documents(handlers, kb_active, kb_status)
+    build_quality_checks(handlers, kb_active)
 
     created = create.click(handlers.create, [new_name, kb_active], [kb_status, kb_active, docs_table, new_name],
                            api_name="kb_create", **UNDOCUMENTED)
@@ -99,29 +90,16 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
                                **UNDOCUMENTED)
     refreshed = refresh.click(handlers.refresh, kb_active, [kb_active, docs_table], api_name="kb_refresh",
                               **UNDOCUMENTED)
-    for closer, name in ((kb_keep.click, "kb_delete_keep"), (kb_active.change, "kb_delete_close"),
-                         (doc_keep.click, "doc_delete_keep"), (doc_pick.change, "doc_delete_close")):
-        outputs = [kb_confirm_row, kb_pending] if name.startswith("kb") else [doc_confirm_row, doc_pending]
-        closer(handlers.close_confirmation, None, outputs, api_name=name, queue=False, **UNDOCUMENTED)
-    kb_active.change(handlers.close_confirmation, None, [doc_confirm_row, doc_pending], api_name="doc_delete_close_kb",
-                     queue=False, **UNDOCUMENTED)
+    for closer, name in ((kb_keep.click, "kb_delete_keep"), (kb_active.change, "kb_delete_close")):
+        closer(handlers.close_confirmation, None, [kb_confirm_row, kb_pending], api_name=name, queue=False,
+               **UNDOCUMENTED)
 
     start.click(handlers.upload, [kb_active, files], [ingest_status, docs_table, poll, files], api_name="kb_upload",
                 preprocess=False, **UNDOCUMENTED)
     poll.tick(handlers.poll, kb_active, [ingest_status, docs_table, doc_pick, poll], api_name="kb_upload_poll",
-                       show_progress="hidden", **UNDOCUMENTED)
+              show_progress="hidden", **UNDOCUMENTED)
     cancel.click(handlers.cancel_upload, kb_active, ingest_status, api_name="kb_upload_cancel", queue=False,
                  **UNDOCUMENTED)
-    doc_delete.click(handlers.ask_delete_document, [kb_active, doc_pick],
-                     [doc_confirm_row, doc_confirm_text, doc_pending], api_name="kb_delete_document_ask", queue=False,
-                     **UNDOCUMENTED)
-    doc_deleted = doc_confirm.click(handlers.delete_document, doc_pending,
-                                    [kb_status, doc_confirm_row, docs_table, doc_pick, doc_pending],
-                                    api_name="kb_delete_document", **UNDOCUMENTED)
-    samples, run_selftest, eval_inputs, run_eval = quality_inputs
-    run_selftest.click(handlers.selftest, [kb_active, samples], quality_report, api_name="kb_selftest",
-                       show_progress_on=[quality_report], **UNDOCUMENTED)
-    run_eval.click(handlers.evaluate, [kb_active, *eval_inputs], quality_report, api_name="kb_eval", **UNDOCUMENTED)
     # Not the poll ticks: the Chat tab refreshes its lists when it is shown (a tick a second would reload
     # its gallery and summary all through an upload).
     tab = KBTab(kb_active, [created, renamed, deleted, switched, refreshed, doc_deleted], handlers,
@@ -138,7 +116,30 @@ def mode_label(mode: str) -> Any:
             "hybrid": label("hybrid", "混合检索"), "rerank": label("hybrid + rerank", "混合检索 + 重排序")}[mode]
 
 
-def build_quality_checks() -> tuple:
+def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown) -> tuple:
+    """The documents table and deleting one file (picked, then confirmed by name). Returns the table,
+    the file picker and the deletion event."""
+    docs_table = gr.Dataframe(headers=doc_headers("en"), value=[], interactive=False, elem_id="docs-table",
+                              label=label("Documents", "文档"), wrap=True, max_height=320)
+    with gr.Row(elem_classes="dl-kb-row"):
+        doc_pick = gr.Dropdown(label=label("Document", "文档"), choices=[], value=None, allow_custom_value=True,
+                               elem_id="doc-delete-pick", scale=3, min_width=200)
+        doc_delete = gr.Button(label("Delete file…", "删除文件…"), variant="stop", elem_id="doc-delete", scale=1,
+                               min_width=120)
+    confirm_row, confirm_text, confirm, keep = confirmation_row(
+        "doc-delete-confirmation", label("Yes, delete the file", "确认删除文件"), label("Keep it", "保留"))
+    pending = gr.State(None)
+    doc_delete.click(handlers.ask_delete_document, [kb_active, doc_pick], [confirm_row, confirm_text, pending],
+                     api_name="kb_delete_document_ask", queue=False, **UNDOCUMENTED)
+    deleted = confirm.click(handlers.delete_document, pending, [kb_status, confirm_row, docs_table, doc_pick, pending],
+                            api_name="kb_delete_document", **UNDOCUMENTED)
+    for closer, name in ((keep.click, "doc_delete_keep"), (doc_pick.change, "doc_delete_close"),
+                         (kb_active.change, "doc_delete_close_kb")):
+        closer(handlers.close_confirmation, None, [confirm_row, pending], api_name=name, queue=False, **UNDOCUMENTED)
+    return docs_table, doc_pick, deleted
+
+
+def build_quality_checks(handlers: KBHandlers, kb_active: gr.Dropdown) -> None:
     with gr.Accordion(label("Quality checks", "质量检查"), open=False, elem_id="quality"):
         with gr.Row(elem_classes="dl-kb-row"):
             samples = gr.Number(label=label("Self-test samples", "自测样本数"), value=50, precision=0, minimum=1,
@@ -160,4 +161,7 @@ def build_quality_checks() -> tuple:
                                       scale=1, min_width=160)
             run_eval = gr.Button(label("Run evaluation", "运行评测"), elem_id="eval-run", scale=1, min_width=140)
         quality_report = gr.Markdown("", elem_id="quality-report")
-    return quality_report, (samples, run_selftest, [qa_path, docs_dir, use_current, modes, limit], run_eval)
+    run_selftest.click(handlers.selftest, [kb_active, samples], quality_report, api_name="kb_selftest",
+                       show_progress_on=[quality_report], **UNDOCUMENTED)
+    run_eval.click(handlers.evaluate, [kb_active, qa_path, docs_dir, use_current, modes, limit], quality_report,
+                   api_name="kb_eval", **UNDOCUMENTED)
