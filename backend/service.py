@@ -281,7 +281,8 @@ class DocLens:
         secret = profile.api_key.get_secret_value() if profile.api_key else ""
         key = tuple(profile.model_dump(mode="json").items()) + (hashlib.sha256(secret.encode()).hexdigest(),)
         with self._embedder_lock:
-            client = self._session_llms.pop(key, None) or LLMClient(self.settings.model_copy(update={"llm": profile}))
+            client = self._session_llms.pop(key, None) or LLMClient(
+                self.settings.model_copy(update={"llm": profile}))
             self._session_llms[key] = client
             evicted = list(self._session_llms)[:-MAX_SESSION_LLMS]
             old = [self._session_llms.pop(k) for k in evicted]

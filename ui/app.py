@@ -227,6 +227,7 @@ def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = 
         log.info("DocLens web app on http://%s:%d", host, port)
         # No allowed_paths: nothing under the data folder is served; shown images go through ui/web_files.py.
         demo.launch(server_name=host, server_port=port, auth=logins, footer_links=["api"], show_error=False,
+                    max_file_size=int(settings.ingest.max_file_mb * 1024 * 1024),  # refused before it is stored
                     favicon_path=LOGO_PATH if LOGO_PATH.exists() else None,
                     auth_message=bi("DocLens login", "DocLens 登录"), **launch_style())
     finally:

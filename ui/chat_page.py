@@ -77,7 +77,8 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                                     elem_id="page-preview", buttons=["fullscreen"], height=560)
         confidence, chart, summary, gallery = build_side_panel()
 
-    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, *([llm_profile] if llm_profile else [])]
+    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
+    ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources,
                    page_preview]
     for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):

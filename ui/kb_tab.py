@@ -189,6 +189,7 @@ class KBHandlers:
         try:
             paths, names = self.uploads.admit(files)
         except UploadRefused as exc:
+            log.info("KB tab upload refused: %s", exc)
             return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None
         if not paths:
             return (warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(),

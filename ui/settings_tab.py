@@ -73,12 +73,13 @@ class SettingsHandlers:
 
     def current_values(self, profile: Optional[LLMSettings] = None, lang: str = "en") -> tuple:
         """Outputs, in build order: llm url, model, vision model, llm key status, embedding provider,
-        model, url, embedding key status, ocr engine, milvus uri. ``profile``: a session's own model."""
+        model, url, embedding key status, ocr engine, milvus uri, llm timeout. ``profile``: a session's
+        own model."""
         s = self.service.settings
         llm = profile or s.llm
         return (llm.base_url, llm.model, llm.vision_model, key_status(llm.api_key, lang), s.embedding.provider,
                 s.embedding.model, s.embedding.base_url, key_status(s.embedding.api_key, lang), s.ocr.engine,
-                s.milvus_uri)
+                s.milvus_uri, llm.timeout)
 
     def page_values(self, profile: Optional[LLMSettings], request: gr.Request) -> tuple:
         """Page load: who this user is (the note), then the fields; server-wide ones locked for sessions."""
@@ -91,14 +92,16 @@ class SettingsHandlers:
 
     def apply(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
               embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
-              lang: str = "en") -> tuple:
-        """Server-wide (the operator). Outputs: status, every field of ``current_values``, both key boxes."""
+              llm_timeout: Optional[float] = None, lang: str = "en") -> tuple:
+        """Server-wide (the operator). Outputs: status, every field of ``current_values``, both key boxes.
+        An empty number keeps its current value."""
         current = self.service.settings
         llm_url, embedding_url = (llm_url or "").strip(), (embedding_url or "").strip()
         try:
             new_settings = with_changes(current, {
                 "llm": {"base_url": llm_url, "model": (llm_model or "").strip(),
                         "vision_model": (vision_model or "").strip(),
+                        "timeout": current.llm.timeout if llm_timeout is None else llm_timeout,
                         "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url)},
                 "embedding": {"provider": provider, "model": (embedding_model or "").strip(),
                               "base_url": embedding_url,
@@ -118,19 +121,20 @@ class SettingsHandlers:
 
     def apply_from_page(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
                         embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
-                        profile: Optional[LLMSettings], request: gr.Request) -> tuple:
+                        llm_timeout: Optional[float], profile: Optional[LLMSettings], request: gr.Request) -> tuple:
         """The Apply button: server-wide for the operator, else this session's own model profile.
         Outputs: those of ``apply``, then the session profile."""
         lang = lang_of(request)
         if self.is_operator(request):
             return (*self.apply(llm_url, llm_model, vision_model, llm_key, provider, embedding_model,
-                                embedding_url, embedding_key, ocr_engine, lang), profile)
+                                embedding_url, embedding_key, ocr_engine, llm_timeout, lang), profile)
         base = profile or self.service.settings.llm
         llm_url = (llm_url or "").strip()
         try:
             changed = with_changes(self.service.settings, {"llm": {
                 "base_url": llm_url, "model": (llm_model or "").strip(),
                 "vision_model": (vision_model or "").strip(),
+                "timeout": base.timeout if llm_timeout is None else llm_timeout,
                 "api_key": bound_key(llm_key, base.api_key, base.base_url, llm_url)}})
         except SettingsError as exc:
             return (warning_md(translate_error(str(exc), lang)), *self.current_values(profile, lang), "", "", profile)
@@ -187,6 +191,8 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
             test_llm = gr.Button(label("Test chat", "测试对话"), elem_id="settings-test-llm", scale=1, min_width=120)
             test_vision = gr.Button(label("Test vision", "测试视觉"), elem_id="settings-test-vision", scale=1,
                                     min_width=120)
+            llm_timeout = gr.Number(label=label("Timeout (s)", "超时（秒）"), value=values[10],
+                                    elem_id="settings-llm-timeout", scale=1, min_width=120)
     with gr.Group():
         gr.Markdown(f"#### {label('Embedding', '向量模型')}", elem_classes="dl-section-title")
         with gr.Row():
@@ -215,9 +221,9 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
     status = gr.Markdown("", elem_id="settings-status")
 
     fields = [llm_url, llm_model, vision_model, llm_key_status, provider, embedding_model, embedding_url,
-              embedding_key_status, ocr_engine, milvus_uri]
+              embedding_key_status, ocr_engine, milvus_uri, llm_timeout]
     apply.click(handlers.apply_from_page, [llm_url, llm_model, vision_model, llm_key, provider, embedding_model,
-                                           embedding_url, embedding_key, ocr_engine, profile],
+                                           embedding_url, embedding_key, ocr_engine, llm_timeout, profile],
                 [status, *fields, llm_key, embedding_key, profile], api_name="settings_apply",
                 api_visibility="private")
     test_llm.click(handlers.check_llm, profile, status, api_name="settings_test_llm", api_visibility="undocumented")

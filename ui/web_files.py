@@ -2,12 +2,13 @@
 
 Ingest: only files Gradio's own ``/upload`` route received (``Blocks.upload_file_set``), inside its upload
 folder, regular files after resolving symlinks. A FileData dict naming any other server path is refused
-with one message that does not say whether the path exists. Each received file is used once: it is
-deleted as soon as it was indexed or refused, and whatever is left is deleted when the server stops.
+with one message that does not say whether the path exists. Each received file is used once: the request
+claims it (moves it into this server's ``doclens-claimed/<id>/``), and it is deleted as soon as it was
+indexed or refused; whatever is left is deleted when the server stops.
 
 Download: the app passes no ``allowed_paths`` to Gradio, so nothing under the data folder is served
-directly. Each image the page shows (a figure, a page preview) is linked into one folder inside Gradio's
-upload folder under an unguessable name, and only that copy is served.
+directly. Each image the page shows (a figure, a page preview) is linked into this server's folder
+``doclens-shown/<id>/`` inside Gradio's upload folder under an unguessable name; only that copy is served.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import os
 import secrets
 import shutil
 import threading
+import uuid
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
@@ -31,6 +33,8 @@ log = logging.getLogger("doclens.ui")
 NOT_RECEIVED = ("a file was not received by this server's upload: upload PDFs through the page or with "
                 "gradio_client.handle_file")
 SERVED_FOLDER = "doclens-shown"
+CLAIMED_FOLDER = "doclens-claimed"  # uploads taken by a request, until indexed or refused
+SHARED_FOLDERS = (SERVED_FOLDER, CLAIMED_FOLDER)  # parents of each server's own folder: never removed
 
 
 class UploadRefused(DocLensError):
@@ -58,59 +62,87 @@ class ReceivedUploads:
     def __init__(self, blocks: Any = None, upload_dir: Optional[Path] = None):
         self.blocks = blocks  # the running gr.Blocks; its /upload route fills blocks.upload_file_set
         self.upload_dir = Path(upload_dir or get_upload_folder())
+        # this server's own claims: another DocLens sharing the upload folder has its own
+        self.claimed = self.upload_dir.resolve() / CLAIMED_FOLDER / secrets.token_hex(8)
 
     def _received(self) -> set[str]:
         return getattr(self.blocks, "upload_file_set", None) or set()
 
     def admit(self, files: Any) -> tuple[list[Path], list[str]]:
-        """Paths and names to ingest; UploadRefused (all files discarded) if any was not received."""
+        """Paths and names to ingest; UploadRefused (all files discarded) if any was not received.
+
+        Admitted files are claimed: moved out of Gradio's content-addressed place into a folder of their
+        own, so the same file uploaded again by someone else meanwhile is that user's own upload.
+        """
         entries = file_entries(files)
         received = {os.path.abspath(p) for p in self._received()}
         root = self.upload_dir.resolve()
-        paths, names = [], []
-        for path, name in entries:
+        for path, _ in entries:
             real = Path(os.path.realpath(path))
-            if os.path.abspath(path) not in received or not real.is_relative_to(root) or not real.is_file():
-                log.info("web upload refused: a file entry was not received by this server's upload")
-                self.discard(p for p, _ in entries)
+            if os.path.abspath(path) not in received or not real.is_relative_to(root) or not real.is_file() \
+                    or real.is_relative_to(root / CLAIMED_FOLDER):
+                self.discard(p for p, _ in entries)  # the caller logs the refusal (one line)
                 raise UploadRefused(NOT_RECEIVED)
-            paths.append(real)
-            names.append(Path(name.replace("\\", "/")).name or real.name)
-        return paths, names
+        return [self._claim(path, root) for path, _ in entries], [Path(name).name for _, name in entries]
+
+    def _claim(self, path: str, root: Path) -> Path:
+        real = Path(os.path.realpath(path))
+        target = self.claimed / uuid.uuid4().hex / real.name
+        target.parent.mkdir(parents=True)
+        os.replace(real, target)
+        self._received().discard(path)
+        _remove_inside(real, root)  # its emptied hash folder
+        return target
 
     def discard(self, paths: Iterable[Any]) -> None:
-        """Delete received files (and their emptied hash folders); never touches anything else."""
+        """Delete received or claimed files (and their emptied folders); never touches anything else."""
         received = self._received()
         root = self.upload_dir.resolve()
         for path in paths:
             given = os.path.abspath(str(path))
-            matches = {p for p in received if os.path.abspath(p) == given or os.path.realpath(p) == given}
-            for name in matches:
+            if Path(given).is_relative_to(self.claimed):
+                _remove_inside(Path(given), self.claimed)
+            for name in {p for p in received if os.path.abspath(p) == given}:
                 received.discard(name)
                 _remove_inside(Path(name), root)
 
     def discard_all(self) -> None:
-        """At server stop: every received file not yet used."""
+        """At server stop: every received file not yet used, and this server's claims still there."""
         self.discard(list(self._received()))
+        _remove_tree(self.claimed)
 
 
 def _remove_inside(path: Path, root: Path) -> None:
+    """Remove ``path`` (never a link's target outside ``root``) and the folders it leaves empty below
+    ``root``."""
     real = Path(os.path.realpath(path))
     if not real.is_relative_to(root) or real == root:
         return
     try:
         real.unlink(missing_ok=True)
-        if real.parent != root and not any(real.parent.iterdir()):
-            real.parent.rmdir()
+        folder = real.parent
+        while folder != root and folder.is_relative_to(root) and folder.name not in SHARED_FOLDERS \
+                and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
     except OSError as exc:
         log.warning("could not remove an uploaded file: %s", exc.strerror or exc)
+
+
+def _remove_tree(folder: Path) -> None:
+    """This server's own folder, and its shared parent if that is left empty."""
+    shutil.rmtree(folder, ignore_errors=True)
+    try:
+        folder.parent.rmdir()
+    except OSError:
+        pass  # another server's folder is still in it
 
 
 class ShownFiles:
     """Images the page shows, linked into one narrow folder Gradio serves (see the module docstring)."""
 
     def __init__(self, upload_dir: Optional[Path] = None):
-        self.folder = Path(upload_dir or get_upload_folder()) / SERVED_FOLDER
+        self.folder = Path(upload_dir or get_upload_folder()) / SERVED_FOLDER / secrets.token_hex(8)
         self._salt = secrets.token_bytes(16)  # names nobody can derive from a data-folder path
         self._lock = threading.Lock()
 
@@ -132,7 +164,7 @@ class ShownFiles:
         return str(target)
 
     def clear(self) -> None:
-        shutil.rmtree(self.folder, ignore_errors=True)
+        _remove_tree(self.folder)
 
 
 def _link_or_copy(source: Path, target: Path) -> None:

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from backend.errors import SettingsError
-from backend.settings import load_settings
+from backend.settings import load_settings, with_changes
 from tests.conftest import REPO_ROOT
 
 CONFIG = REPO_ROOT / "config.yaml"
@@ -73,3 +73,23 @@ def test_openai_variables_are_fallbacks(tmp_path):
                                                "OPENAI_BASE_URL": "http://x/v1", "DOCLENS_LLM_BASE_URL": "http://y/v1"})
     assert preferred.llm.api_key.get_secret_value() == "b"
     assert preferred.llm.base_url == "http://y/v1"
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://example.com/v1", "http://", "localhost:8000/v1"])
+def test_endpoint_urls_are_checked(url):
+    with pytest.raises(SettingsError, match=r"^config: llm\.base_url: must be an http:// or https:// URL"):
+        load_settings(CONFIG, environ={"DOCLENS_LLM_BASE_URL": url})
+    with pytest.raises(SettingsError, match=r"embedding\.base_url"):
+        load_settings(CONFIG, environ={"DOCLENS_EMBEDDING_BASE_URL": url})
+
+
+def test_changes_are_validated_like_the_config_file():
+    settings = load_settings(CONFIG, environ={"DOCLENS_LLM_API_KEY": "sk-kept"})
+    changed = with_changes(settings, {"llm": {"model": "qwen", "base_url": "https://example.com/v1"}})
+    assert changed.llm.model == "qwen" and changed.llm.api_key.get_secret_value() == "sk-kept"
+    assert settings.llm.model == "" and changed.retrieval == settings.retrieval
+    with pytest.raises(SettingsError) as typed:
+        with_changes(settings, {"llm": {"timeout": "soon"}})
+    with pytest.raises(SettingsError) as from_env:
+        load_settings(CONFIG, environ={"DOCLENS_LLM_TIMEOUT": "soon"})
+    assert str(typed.value) == str(from_env.value)

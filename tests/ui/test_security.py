@@ -16,13 +16,14 @@ from typing import Any, Iterator, Optional
 import httpx
 import pytest
 
-from backend.errors import SettingsError
+from backend.errors import DocLensError, SettingsError
 from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
                                wait_until_serving)
 from ui.common import ALL_DOCUMENTS  # the doc filter's "all documents" value
-from ui.web_files import NOT_RECEIVED
+from ui.kb_tab import eval_inputs
+from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused
 
 pytestmark = pytest.mark.slow
 
@@ -158,6 +159,8 @@ def test_upload_refuses_files_gradio_did_not_receive(indexed: RunningApp, tmp_pa
     for endpoint in ("upload", "kb_upload"):  # the API and the KB tab's event
         event, result = web.call(endpoint, KB, [file_data(str(planted), "planted.pdf")])
         assert NOT_RECEIVED in (result if event == "error" else result[0]), result
+    assert planted.exists(), "a file the upload did not receive is not ours to delete"
+    shutil.rmtree(planted.parent)
     assert [d["file"] for d in web.call("documents", KB)[1]] == before, "nothing from the server was indexed"
     assert (folder / "secret.pdf").exists(), "refusing never deletes files outside the upload folder"
 
@@ -168,6 +171,47 @@ def test_evaluation_reads_only_the_operators_bench_folder(indexed: RunningApp, t
     event, report = Web(indexed.url).call("kb_eval", KB, str(qa), str(SAMPLE_PDF.parent), False, ["dense"], 1)
     assert event == "complete"
     assert "bench folder" in report and "ui.eval_dir" in report, report
+
+
+def test_links_and_folders_in_the_upload_folder_are_refused(tmp_path: Path) -> None:
+    import gradio as gr
+
+    upload_dir, outside = tmp_path / "gradio", tmp_path / "outside"
+    (upload_dir / "a1").mkdir(parents=True)
+    outside.mkdir()
+    shutil.copyfile(SAMPLE_PDF, outside / "secret.pdf")
+    link = upload_dir / "a1" / "x.pdf"
+    link.symlink_to(outside / "secret.pdf")
+    received = upload_dir / "b2" / "ok.pdf"
+    received.parent.mkdir()
+    shutil.copyfile(SAMPLE_PDF, received)
+    blocks = gr.Blocks()
+    blocks.upload_file_set.update({str(link), str(upload_dir / "a1"), str(received)})  # as if received
+    gate = ReceivedUploads(blocks, upload_dir)
+    for entry in (link, upload_dir / "a1"):
+        with pytest.raises(UploadRefused, match="not received"):
+            gate.admit([file_data(str(entry)), file_data(str(received))])
+    assert (outside / "secret.pdf").exists(), "a link's target outside the upload folder is never deleted"
+    assert not received.exists(), "a refused request's own uploads are discarded too"
+
+
+def test_evaluation_paths_stay_inside_the_bench_folder(tmp_path: Path) -> None:
+    bench, outside = tmp_path / "bench", tmp_path / "outside"
+    (bench / "set").mkdir(parents=True)
+    outside.mkdir()
+    (bench / "set" / "qa.jsonl").write_text("{}\n", encoding="utf-8")
+    (outside / "qa.jsonl").write_text("{}\n", encoding="utf-8")
+    (bench / "escape.jsonl").symlink_to(outside / "qa.jsonl")
+    assert eval_inputs(str(bench), "set/qa.jsonl", "") == ((bench / "set" / "qa.jsonl").resolve(),
+                                                            (bench / "set").resolve())
+    refused = []
+    for typed in (str(outside / "qa.jsonl"), "../outside/qa.jsonl", "escape.jsonl", "set/missing.jsonl"):
+        with pytest.raises(DocLensError) as error:
+            eval_inputs(str(bench), typed, "")
+        refused.append(str(error.value).replace(typed, "<typed>"))
+    assert len(set(refused)) == 1 and "not found in the bench folder" in refused[0]
+    with pytest.raises(DocLensError, match="ui.eval_dir"):
+        eval_inputs("", "set/qa.jsonl", "")
 
 
 # ---------------------------------------------------------------- items 1 and 14: uploads are used once
@@ -246,11 +290,12 @@ def ask_from_page(web: Web, question: str) -> list:
     return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, None))
 
 
-def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat") -> list:
+def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat",
+                    timeout: float = 30) -> list:
     """The Settings tab's Apply (llm url, model, vision model, key, embedding provider, model, url, key,
-    OCR engine, session profile)."""
+    OCR engine, timeout, session profile)."""
     return outputs(web.queue("settings_apply", llm_url, model, "", key, "sentence_transformers",
-                             "bundled:multilingual-e5-small", "", "", "rapidocr", None))
+                             "bundled:multilingual-e5-small", "", "", "rapidocr", timeout, None))
 
 
 def bearer(request) -> str:
@@ -274,10 +319,13 @@ def test_a_session_model_gets_no_operator_key_and_changes_nobody_else(indexed: R
         assert all(r.body.get("model") != "session-chat" for r in operator_fake.chat_requests())
 
 
-def test_settings_are_checked_like_the_config_file(indexed: RunningApp) -> None:
-    status = apply_from_page(Web(indexed.url), "not a url")[0]
+@pytest.mark.parametrize("url, timeout, variable, value", [("not a url", 30, "DOCLENS_LLM_BASE_URL", "not a url"),
+                                                           ("", -1, "DOCLENS_LLM_TIMEOUT", "-1")])
+def test_settings_are_checked_like_the_config_file(indexed: RunningApp, url: str, timeout: float, variable: str,
+                                                   value: str) -> None:
+    status = apply_from_page(Web(indexed.url), url, timeout=timeout)[0]
     with pytest.raises(SettingsError) as from_config:
-        load_settings(environ={"DOCLENS_LLM_BASE_URL": "not a url"})
+        load_settings(environ={variable: value})
     assert str(from_config.value) in status and "Applied" not in status, status
 
 
