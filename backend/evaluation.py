@@ -261,7 +261,8 @@ def probe_sentence(text: str) -> str:
     return best[:200]
 
 
-def selftest(service, kb_name: str, samples: int = 50) -> dict[str, Any]:
+def selftest(service, kb_name: str, samples: int = 50,
+             progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
     kb = service.open_kb(kb_name)
     complete = {d.doc_id for d in kb.registry.documents(status="complete")}
     chunks = [c for c in service.store.chunks(kb.collection) if c.doc_id in complete and len(c.content) >= 30]
@@ -270,7 +271,10 @@ def selftest(service, kb_name: str, samples: int = 50) -> dict[str, Any]:
     picked = random.Random(SAMPLE_SEED).sample(chunks, min(samples, len(chunks)))
     chunk_hits = {1: 0, 5: 0}
     page_hits = {1: 0, 5: 0}
-    for chunk in picked:
+    for index, chunk in enumerate(picked, 1):
+        if progress is not None:  # 20+ s on a busy machine: say how far along it is
+            progress(ProgressEvent("search", file="self-test", file_index=1, file_count=1, current=index,
+                                   total=len(picked)))
         result = service.search(kb_name, probe_sentence(chunk.content), mode="rerank", top=5)
         for k in (1, 5):
             top = result.sources[:k]

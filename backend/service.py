@@ -23,6 +23,40 @@ log = logging.getLogger(__name__)
 MAX_SESSION_LLMS = 32  # clients kept for per-session model profiles; the oldest is closed beyond this
 
 
+class ModelState:
+    """Whether the embedding model is ready: the UI shows a banner while it is being prepared, the
+    server log (the CLI's console) a line every ``REPORT_SECONDS``."""
+
+    REPORT_SECONDS = 15.0
+
+    def __init__(self) -> None:
+        self.preparing = False
+        self.error = ""
+        self.since = 0.0
+        self._done = threading.Event()
+
+    def started(self) -> None:
+        self.preparing, self.error, self.since = True, "", time.monotonic()
+        self._done.clear()
+        log.info("preparing the embedding model (the first start builds it once: a few minutes)")
+        threading.Thread(target=self._report, name="doclens-model-progress", daemon=True).start()
+
+    def finished(self, error: str = "") -> None:
+        seconds = self.seconds
+        self.preparing, self.error = False, error
+        self._done.set()
+        if not error:
+            log.info("embedding model ready after %.0f s", seconds)
+
+    def _report(self) -> None:
+        while not self._done.wait(self.REPORT_SECONDS):
+            log.info("still preparing the embedding model (%.0f s so far)", self.seconds)
+
+    @property
+    def seconds(self) -> float:
+        return time.monotonic() - self.since if self.preparing else 0.0
+
+
 class DocLens:
     """Everything a user can do, as plain method calls returning plain result types."""
 
@@ -37,6 +71,7 @@ class DocLens:
         self._ingest_lock = threading.Lock()
         self._retriever = None
         self._llm = None
+        self.model_state = ModelState()
         self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
         text.configure(settings.data_dir / "cache")
         self.recover()
@@ -83,11 +118,15 @@ class DocLens:
     def prepare_models_in_background(self) -> threading.Thread:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
+            self.model_state.started()
             text.query_terms("预热 warm-up")  # loads jieba's dictionary (~4 s) now, not in the first question
             try:
                 self.embedder
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
                 log.warning("embedding model not ready: %s", exc)
+                self.model_state.finished(str(exc))
+            else:
+                self.model_state.finished()
 
         thread = threading.Thread(target=prepare, name="doclens-prepare-models", daemon=True)
         thread.start()
@@ -123,6 +162,12 @@ class DocLens:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
             log.info("knowledge base %r ready (%d of %d, %.1f s)", kb.name, i, len(kbs), time.perf_counter() - started)
+
+    def load_all_in_background(self) -> threading.Thread:
+        """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""
+        thread = threading.Thread(target=self.load_all, name="doclens-load-kbs", daemon=True)
+        thread.start()
+        return thread
 
     def open_kb(self, name: str, check_model: bool = True) -> OpenKB:
         return self.kbs.open(name, check_model=check_model)
@@ -303,8 +348,13 @@ class DocLens:
             yield answer
             return
         standalone = answering.condense_question(llm, history, question) if history else question
-        result = self._search(kb, standalone, doc, "rerank", max(self.settings.retrieval.top_k,
-                                                                  self.settings.llm.context_sources))
+        top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
+        result = self._search(kb, question, doc, "rerank", top)
+        if standalone.strip() != question.strip():
+            # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
+            # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
+            from backend.retrieval.fusion import fuse_results
+            result = fuse_results(result, self._search(kb, standalone, doc, "rerank", top), top)
         for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
                                               searched_question=standalone):
             if update.done and update.answer is not None:

@@ -14,9 +14,13 @@ from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import Settings
 from ui.api import register_api
-from ui.chat_tab import ChatHandlers, build_chat_tab, chain_panel
-from ui.common import bi, set_language
-from ui.kb_tab import build_kb_tab
+from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
+from ui.chat_tab import ChatHandlers
+from ui.common import bi, kb_names, set_language
+from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text,
+                     translations)
+from ui.kb_page import KBTab, build_kb_tab
+from ui.kb_tab import KBHandlers
 from ui.settings_tab import build_settings_tab
 from ui.web_files import ReceivedUploads, shown_files
 
@@ -24,7 +28,10 @@ log = logging.getLogger("doclens.ui")
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 STYLE_PATH = ASSETS / "style.css"
+SCRIPT_PATH = ASSETS / "doclens.js"
 LOGO_PATH = ASSETS / "logo.svg"
+FIRST_RUN_MARKER = ".doclens-initialized"
+UNDOCUMENTED = {"api_visibility": "undocumented"}
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -35,55 +42,141 @@ def theme() -> gr.themes.Base:
 
 
 def launch_style() -> dict[str, Any]:
-    """Theme and CSS: Gradio 6 takes them in launch() (or mount_gradio_app), not in Blocks()."""
+    """Theme, CSS, the page script and the translations: Gradio 6 takes them in launch() (or
+    mount_gradio_app), not in Blocks(). Call after build_app: the translations are collected while building."""
     css = STYLE_PATH.read_text(encoding="utf-8") if STYLE_PATH.exists() else ""
-    return {"theme": theme(), "css": css}
+    script = SCRIPT_PATH.read_text(encoding="utf-8") if SCRIPT_PATH.exists() else None
+    return {"theme": theme(), "css": css, "js": script, "i18n": translations()}
 
 
 def header_html() -> str:
     logo = LOGO_PATH.read_text(encoding="utf-8") if LOGO_PATH.exists() else ""
+    tagline = label("Ask questions across your PDF libraries", "跨 PDF 文库问答")
     return (f'<div class="dl-header"><span class="dl-logo">{logo}</span><div><div class="dl-title">DocLens</div>'
-            f'<div class="dl-tagline">{bi("Ask questions across your PDF libraries", "跨 PDF 文库问答")}</div>'
-            f'</div></div>')
+            f'<div class="dl-tagline">{tagline}</div></div></div>')
+
+
+def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any]:
+    """While the embedding model is prepared: what is happening and for how long. Outputs: banner, timer."""
+    from ui.kb_view import progress_html
+    state = service.model_state
+    if not state.preparing:
+        return gr.update(value="", visible=False), gr.update(active=False)
+    lang = lang_of(request)
+    line = text(lang, "Preparing the embedding model ({s:.0f} s so far; the first start builds it once, which takes "
+                "a few minutes). Uploads started meanwhile wait in line and start when it is ready.",
+                "正在准备向量模型（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间开始的上传会排队，准备好后自动开始。"
+                ).format(s=state.seconds)
+    # The build reports no fraction: an indeterminate bar and the time so far, not a made-up percentage.
+    return gr.update(value=progress_html(None, line), visible=True), gr.update(active=True)
+
+
+def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:
+    lang = lang_of(request)
+    return (gr.Tab(label=text(lang, "Chat", "问答")), gr.Tab(label=text(lang, "Knowledge base", "知识库")),
+            gr.Tab(label=text(lang, "Settings", "设置")))
 
 
 def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
     """The whole UI over one service; tests mount or launch it themselves. ``admin``: the login that may
     change server-wide settings (see ui/settings_tab.py)."""
     set_language(service.settings.ui.language)
+    start_first_run(service)
+    chat_handlers = ChatHandlers(service)
+
+    def banner_update(request: gr.Request) -> tuple[Any, Any]:
+        return model_banner(service, request)
+
     with gr.Blocks(title="DocLens", analytics_enabled=False, fill_width=True) as demo:
         uploads = ReceivedUploads(demo)  # only what this app's /upload received may be ingested
+        kb_handlers = KBHandlers(service, uploads)
         llm_profile = gr.State(None)  # this session's own model profile (Settings tab), None: the server's
-        gr.HTML(header_html(), elem_id="dl-header", js_on_load=None)
-        with gr.Tabs(elem_id="dl-tabs"):
-            with gr.Tab(bi("Chat", "问答"), id="chat", elem_id="tab-chat"):
-                chat = build_chat_tab(service, llm_profile)
-            with gr.Tab(bi("Knowledge base", "知识库"), id="kb", elem_id="tab-kb"):
-                kb = build_kb_tab(service, uploads)
-            with gr.Tab(bi("Settings", "设置"), id="settings", elem_id="tab-settings"):
+        gr.HTML(header_html(), elem_id="dl-header")
+        language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, label=label("Language", "语言"),
+                            show_label=False, container=False, elem_id="language-switch")
+        banner = gr.HTML("", visible=False, elem_id="model-banner")
+        banner_timer = gr.Timer(2.0, active=False)
+        with gr.Tabs(elem_id="dl-tabs") as tabs:
+            with gr.Tab(label("Chat", "问答"), id="chat", elem_id="tab-chat") as chat_tab:
+                chat = build_chat_tab(service, chat_handlers, llm_profile)
+            with gr.Tab(label("Knowledge base", "知识库"), id="kb", elem_id="tab-kb") as kb_tab:
+                kb = build_kb_tab(service, kb_handlers)
+            with gr.Tab(label("Settings", "设置"), id="settings", elem_id="tab-settings") as settings_tab:
                 settings_fields = build_settings_tab(service, llm_profile, admin)
         register_api(service, uploads)
-        wire_cross_tab(ChatHandlers(service), chat, kb)
-        loaded = demo.load(ChatHandlers(service).refresh_choices, [chat.kb_select, chat.doc_filter],
-                           [chat.kb_select, chat.doc_filter], api_name="page_load", api_visibility="undocumented")
-        chain_panel(loaded, ChatHandlers(service), chat, "page_load")
+        wire_cross_tab(chat_handlers, chat, kb)
+        wire_tab_refresh(service, chat_handlers, chat, kb, chat_tab, kb_tab, tabs)
+        banner_timer.tick(banner_update, None, [banner, banner_timer],
+                          api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED)
+        located = demo.load(set_session_language, language, language, js=RESTORE_LOCALE_JS, api_name="page_language",
+                            queue=False, **UNDOCUMENTED)
+        # Gradio re-translates only the shown tab's label after a locale change: set all three here.
+        located.then(tab_labels, None, [chat_tab, kb_tab, settings_tab], api_name="page_tab_labels", **UNDOCUMENTED)
+        loaded = located.then(chat_handlers.refresh_choices, [chat.last_kb, chat.doc_filter],
+                              [chat.kb_select, chat.doc_filter], api_name="page_load", **UNDOCUMENTED)
+        loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty",
+                    **UNDOCUMENTED)
+        loaded.then(banner_update, None, [banner, banner_timer],
+                    api_name="page_load_banner", **UNDOCUMENTED)
+        chain_panel(loaded, chat_handlers, chat, "page_load")
         kb.follow(loaded, chat.kb_select, "page_load_kb")
-        demo.load(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
-                  api_name="page_load_settings", api_visibility="undocumented")
+        located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
+                     api_name="page_load_settings", **UNDOCUMENTED)
+        # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
+        language.input(None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False,
+                       **UNDOCUMENTED)
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
 
 
-def wire_cross_tab(handlers: ChatHandlers, chat, kb) -> None:
+def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:
     """Both tabs show the same active knowledge base; KB changes refresh the Chat tab's pickers."""
     for index, event in enumerate(kb.changed):
         refreshed = event.then(handlers.refresh_choices, [kb.kb_active, chat.doc_filter],
                                [chat.kb_select, chat.doc_filter], api_name=f"chat_refresh_{index}",
-                               api_visibility="undocumented")
+                               **UNDOCUMENTED)
         chain_panel(refreshed, handlers, chat, f"chat_refresh_{index}")
-    picked = chat.kb_select.input(lambda: None, None, None, api_name="chat_sync_kb", api_visibility="undocumented",
-                                  queue=False)
+    picked = chat.kb_select.input(lambda: None, None, None, api_name="chat_sync_kb", queue=False, **UNDOCUMENTED)
     kb.follow(picked, chat.kb_select, "chat_sync_kb")
+
+
+def wire_tab_refresh(service: DocLens, handlers: ChatHandlers, chat: ChatTab, kb: KBTab, chat_tab: gr.Tab,
+                     kb_tab: gr.Tab, tabs: gr.Tabs) -> None:
+    """Knowledge bases made elsewhere (another tab, another browser, the API) appear when a tab is shown
+    or on Refresh, without a reload."""
+    for trigger, name in ((chat_tab.select, "chat_tab_shown"), (chat.refresh.click, "chat_refresh_button")):
+        refreshed = trigger(handlers.refresh_choices, [chat.kb_select, chat.doc_filter],
+                            [chat.kb_select, chat.doc_filter], api_name=name, **UNDOCUMENTED)
+        refreshed.then(lambda: empty_state_update(service), None, chat.empty_state, api_name=f"{name}_empty",
+                       **UNDOCUMENTED)
+        chain_panel(refreshed, handlers, chat, name)
+    kb_shown = kb_tab.select(lambda: None, None, None, api_name="kb_tab_shown", queue=False, **UNDOCUMENTED)
+    kb.follow(kb_shown, chat.kb_select, "kb_tab_shown")
+    chat.go_to_kb.click(lambda: gr.Tabs(selected="kb"), None, tabs, api_name="chat_empty_go", queue=False,
+                        **UNDOCUMENTED)
+
+
+def start_first_run(service: DocLens) -> Optional[threading.Thread]:
+    """On a fresh install (no knowledge base, never started before) create an empty default one, as the
+    original system did. In the background: creating it waits for the embedding model."""
+    marker = service.settings.data_dir / FIRST_RUN_MARKER
+    if marker.exists():
+        return None
+    if kb_names(service):
+        marker.touch()
+        return None
+    name = "默认知识库" if service.settings.ui.language == "zh" else "Default"
+
+    def create() -> None:
+        try:
+            service.create_kb(name)
+            marker.touch()
+        except Exception as exc:  # the user can still create one by hand
+            log.warning("could not create the default knowledge base %r: %s", name, exc)
+
+    thread = threading.Thread(target=create, name="doclens-first-run", daemon=True)
+    thread.start()
+    return thread
 
 
 def parse_auth(auth: Optional[str]) -> Optional[tuple[str, str]]:
@@ -126,7 +219,7 @@ def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = 
     service = DocLens(settings)
     demo = None
     try:
-        service.load_all()
+        service.load_all_in_background()  # a large library must not hold back the page
         service.prepare_models_in_background()
         demo = build_app(service, admin)
         demo.queue(default_concurrency_limit=4)

@@ -1,9 +1,8 @@
-"""The Chat tab: pick a knowledge base, ask, read the answer with its sources, pages and figures."""
+"""The Chat tab's handlers: ask, read the answer with its sources, pages and figures."""
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from typing import Any, Iterator, Optional
 
 import gradio as gr
@@ -12,24 +11,15 @@ from backend.service import DocLens
 from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui import panels
-from ui.common import (ALL_DOCUMENTS, bi, doc_filter_dropdown, document_files, error_text, kb_dropdown,
-                       selected_file, warning_md)
-from ui.latex import LATEX_DELIMITERS, protect_currency
+from ui.common import doc_filter_dropdown, document_files, error_text, kb_dropdown, selected_file, warning_md
+from ui.i18n import lang_of, text
+from ui.icons import plain
+from ui.latex import literal_text, protect_currency
 from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger("doclens.ui")
 
-SOURCE_HEADERS = ["#", "file · 文件", "page · 页", "relevance · 相关度"]
-
-
-@dataclass
-class ChatTab:
-    """The components other tabs and the page load need to refresh."""
-    kb_select: gr.Dropdown
-    doc_filter: gr.Dropdown
-    summary: gr.Markdown
-    gallery: gr.Gallery
-    figures: gr.State
+SEND_OUTPUTS = 10  # chatbot, question, sources, confidence, chart, lock row, lock, turns, last sources, preview
 
 
 def message_text(message: dict[str, Any]) -> str:
@@ -50,24 +40,27 @@ def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
     for message in messages or []:
         if not isinstance(message, dict):
             continue
-        plain = {"role": message.get("role", "assistant"), "content": message_text(message)}
+        plain_message = {"role": message.get("role", "assistant"), "content": message_text(message)}
         if message.get("metadata"):
-            plain["metadata"] = message["metadata"]
-        normalized.append(plain)
+            plain_message["metadata"] = message["metadata"]
+        normalized.append(plain_message)
     return normalized
 
 
-def answer_markdown(answer: Answer) -> str:
-    text = protect_currency(answer.answer)
-    if answer.notice and answer.notice not in answer.answer:  # extractive answers already open with it
-        text += f"\n\n> ℹ️ {protect_currency(answer.notice)}"
-    return text
+def answer_markdown(answer: Answer, lang: str = "en") -> str:
+    """Model output goes through the math delimiters (prices protected); quoted passages never do."""
+    if answer.mode == "extractive" and answer.figure is None:
+        return panels.extractive_markdown(answer, lang)
+    if answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
+        return literal_text(answer.answer)
+    return panels.model_markdown(answer, lang)
 
 
-def sources_message(sources: list[Source]) -> dict[str, Any]:
+def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
     """A collapsible message under the answer listing its sources."""
+    title = text(lang, "Sources ({n})", "来源（{n}）").format(n=len(sources))
     return {"role": "assistant", "content": panels.sources_markdown(sources),
-            "metadata": {"title": f"📄 {bi('Sources', '来源')} ({len(sources)})", "status": "done"}}
+            "metadata": {"title": f"{plain('sources')} {title}", "status": "done"}}
 
 
 def source_state(sources: list[Source]) -> list[dict[str, Any]]:
@@ -109,45 +102,48 @@ class ChatHandlers:
         shown = [(f, self.shown.show(f.path)) for f in figures]
         shown = [(f, path) for f, path in shown if path]
         return (gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
-                [{"id": f.id, "page": f.page, "file": f.file} for f, _ in shown])
+                [{"id": f.id, "page": f.page, "file": f.file, "path": path} for f, path in shown])
 
     @staticmethod
     def figure_caption(figure: Figure) -> str:
         caption = f"{figure.file} p{figure.page}"
         return f"{caption}: {figure.caption[:60]}" if figure.caption else caption
 
-    def summary(self, kb: Optional[str], doc_filter: Optional[str]) -> str:
+    def summary(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> str:
+        lang = lang_of(request)
         file = self.panel_file(kb, doc_filter)
         if not file:
-            return f"*{bi('Choose a document to see its summary.', '选择一个文档以查看摘要。')}*"
+            return f"*{text(lang, 'Choose a document to see its summary.', '选择一个文档以查看摘要。')}*"
         try:
-            return f"**{file}**\n\n" + protect_currency(self.service.summary(kb, file))
+            return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file))
         except Exception as exc:
-            return warning_md(error_text(exc, "summarise the document"))
+            return warning_md(error_text(exc, "summarise the document", lang))
 
     # -- asking ---------------------------------------------------------------------------------
 
     def send(self, question: str, kb: Optional[str], doc_filter: Optional[str], messages: list[Any],
              turns: list[dict[str, str]], lock: Optional[dict[str, Any]],
-             llm_profile: Optional[LLMSettings] = None) -> Iterator[tuple]:
+             llm_profile: Optional[LLMSettings] = None, request: gr.Request = None) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
-        state, turns, last sources. ``llm_profile``: the session's own model (Settings tab), if any."""
+        state, turns, last sources, page preview (hidden: the previous answer's page is stale).
+        ``llm_profile``: the session's own model (Settings tab), if any."""
+        lang = lang_of(request)
         question = (question or "").strip()
         skip = gr.skip()
         if not question:
-            yield (skip,) * 9
+            yield (skip,) * SEND_OUTPUTS
             return
-        messages = normalize_messages(messages) + [{"role": "user", "content": question}]
+        messages = normalize_messages(messages) + [{"role": "user", "content": literal_text(question)}]
         if not kb:
-            messages.append({"role": "assistant", "content": warning_md(bi(
-                "Choose or create a knowledge base first (Knowledge base tab).",
+            messages.append({"role": "assistant", "content": warning_md(text(
+                lang, "Choose or create a knowledge base first (Knowledge base tab).",
                 "请先选择或创建知识库（知识库标签页）。"))})
-            yield messages, "", skip, skip, skip, skip, skip, skip, skip
+            yield messages, "", skip, skip, skip, skip, skip, skip, skip, skip
             return
         messages.append({"role": "assistant", "content": ""})
-        yield messages, "", skip, skip, skip, skip, skip, skip, skip
+        yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
         answer: Optional[Answer] = None
-        text = ""
+        streamed = ""
         try:
             for update in self.service.ask_stream(kb, question, history=list(turns or []),
                                                   doc=selected_file(doc_filter),
@@ -155,132 +151,66 @@ class ChatHandlers:
                 if isinstance(update, Answer):
                     answer = update
                     continue
-                text += update
-                messages[-1]["content"] = protect_currency(text)
-                yield messages, skip, skip, skip, skip, skip, skip, skip, skip
+                streamed += update
+                messages[-1]["content"] = protect_currency(streamed)
+                yield messages, skip, skip, skip, skip, skip, skip, skip, skip, skip
         except Exception as exc:
-            messages[-1]["content"] = warning_md(error_text(exc, "answer the question"))
-            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip
+            messages[-1]["content"] = warning_md(error_text(exc, "answer the question", lang))
+            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
             return
         if answer is None:  # the contract says this cannot happen; never leave an empty bubble
-            messages[-1]["content"] = protect_currency(text) or warning_md("no answer was produced")
-            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip
+            messages[-1]["content"] = protect_currency(streamed) or warning_md(
+                text(lang, "no answer was produced", "没有生成回答"))
+            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
             return
-        yield self._final(messages, answer, question, turns)
+        yield self._final(messages, answer, question, turns, lang)
 
     def _final(self, messages: list[dict[str, Any]], answer: Answer, question: str,
-               turns: list[dict[str, str]]) -> tuple:
-        messages[-1]["content"] = answer_markdown(answer)
-        if answer.sources:
-            messages.append(sources_message(answer.sources))
+               turns: list[dict[str, str]], lang: str) -> tuple:
+        messages[-1]["content"] = answer_markdown(answer, lang)
+        if answer.sources and answer.mode != "extractive":  # extractive answers already quote each passage
+            messages.append(sources_message(answer.sources, lang))
         turns = [*(turns or []), {"role": "user", "content": question},
                  {"role": "assistant", "content": answer.answer}]
         warn_below = self.service.settings.confidence.warn_below
-        return (messages, gr.skip(), gr.Dataset(samples=panels.source_rows(answer.sources)),
-                panels.confidence_html(answer, warn_below), panels.score_chart_html(answer.sources),
-                gr.update(visible=False), None, turns, source_state(answer.sources))
+        return (messages, gr.skip(), self.sources_dataset(answer.sources, lang),
+                panels.confidence_html(answer, warn_below, lang), panels.score_chart_html(answer.sources, lang),
+                gr.update(visible=False), None, turns, source_state(answer.sources), gr.skip())
 
-    def clear(self) -> tuple:
-        """Outputs: chatbot, sources, confidence, chart, page preview, turns, last sources."""
-        return ([], gr.Dataset(samples=[]), panels.confidence_html(None, 0), "",
-                gr.update(value=None, visible=False), [], [])
+    @staticmethod
+    def sources_dataset(sources: list[Source], lang: str) -> gr.Dataset:
+        return gr.Dataset(samples=panels.source_rows(sources), headers=panels.source_headers(lang))
+
+    def clear(self, request: gr.Request = None) -> tuple:
+        """A fresh conversation view. Outputs: chatbot, sources, confidence, chart, page preview, turns,
+        last sources, lock row, lock state."""
+        lang = lang_of(request)
+        return ([], self.sources_dataset([], lang), panels.confidence_html(None, 0, lang), "",
+                gr.update(value=None, visible=False), [], [], gr.update(visible=False), None)
 
     # -- sources and figures -------------------------------------------------------------------
 
-    def show_page(self, index: Optional[int], kb: Optional[str], sources: list[dict[str, Any]]) -> Any:
+    def show_page(self, index: Optional[int], kb: Optional[str], sources: list[dict[str, Any]],
+                  request: gr.Request = None) -> Any:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]
         try:
             path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
         except Exception as exc:
-            gr.Warning(error_text(exc, "show the page"))
+            gr.Warning(error_text(exc, "show the page", lang_of(request)))
             return gr.skip()
-        return gr.update(value=self.shown.show(path), label=f"{source['file']} · p{source['page']}",
+        return gr.update(value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}",
                          visible=True)
 
-    def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData) -> tuple:
-        """Outputs: lock row, chip text, lock state."""
+    def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData, request: gr.Request = None) -> tuple:
+        """Outputs: lock row, chip thumbnail, chip text, lock state."""
         index = evt.index if isinstance(evt.index, int) else (evt.index or [None])[0]
         if index is None or not 0 <= index < len(figures or []):
-            return gr.skip(), gr.skip(), gr.skip()
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         figure = figures[index]
-        return gr.update(visible=True), panels.figure_chip_text(figure["page"]), figure
+        return (gr.update(visible=True), figure.get("path"), panels.figure_chip_text(figure, lang_of(request)),
+                figure)
 
     def unlock_figure(self) -> tuple:
         return gr.update(visible=False), None
-
-
-def build_chat_tab(service: DocLens, llm_profile: Optional[gr.State] = None) -> ChatTab:
-    handlers = ChatHandlers(service)
-    turns = gr.State([])
-    last_sources = gr.State([])
-    figures = gr.State([])
-    figure_lock = gr.State(None)
-    with gr.Row(elem_classes="dl-chat-layout", equal_height=False):
-        with gr.Column(scale=3, min_width=360, elem_classes="dl-main"):
-            with gr.Row(elem_classes="dl-pickers"):
-                kb_select = gr.Dropdown(label=bi("Knowledge base", "知识库"), choices=[], value=None,
-                                        allow_custom_value=True, elem_id="kb-select", scale=1, min_width=160)
-                doc_filter = gr.Dropdown(label=bi("Document", "文档"), choices=[ALL_DOCUMENTS],
-                                         value=ALL_DOCUMENTS, allow_custom_value=True, elem_id="doc-filter",
-                                         scale=1, min_width=160)
-            chatbot = gr.Chatbot(label=bi("Conversation", "对话"), elem_id="chatbot", height=380,
-                                 latex_delimiters=LATEX_DELIMITERS, buttons=["copy"], feedback_options=None,
-                                 placeholder=bi("Ask a question about your documents.", "就文档提出问题。"))
-            with gr.Row(visible=False, elem_id="figure-lock", elem_classes="dl-chip") as lock_row:
-                lock_text = gr.Markdown("", elem_classes="dl-chip-text")
-                unlock = gr.Button("✕", elem_id="figure-unlock", size="sm", variant="secondary", min_width=40,
-                                   scale=0)
-            with gr.Row(elem_classes="dl-ask"):
-                question = gr.Textbox(show_label=False, placeholder=bi("Your question", "你的问题"), lines=1,
-                                      max_lines=6, elem_id="question", scale=5, min_width=200, submit_btn=False)
-                send = gr.Button(bi("Send", "发送"), variant="primary", elem_id="send", scale=0, min_width=120)
-                clear = gr.Button(bi("Clear", "清空"), elem_id="clear", scale=0, min_width=120)
-            sources = gr.Dataset(label=bi("Sources of the last answer: click one to see its page",
-                                          "最近回答的来源：点击查看页面"),
-                                 components=["textbox", "textbox", "textbox", "textbox"], headers=SOURCE_HEADERS,
-                                 samples=[], type="index", layout="table", samples_per_page=10, elem_id="sources")
-            page_preview = gr.Image(label=bi("Page", "页面"), type="filepath", interactive=False, visible=False,
-                                    elem_id="page-preview", buttons=["fullscreen"], height=560)
-        with gr.Column(scale=2, min_width=300, elem_classes="dl-side"):
-            confidence = gr.HTML(panels.confidence_html(None, 0), elem_id="confidence")
-            chart = gr.HTML("", elem_id="score-chart")
-            with gr.Accordion(bi("Summary", "摘要"), open=True, elem_classes="dl-summary-box"):
-                summary = gr.Markdown("", elem_id="summary", latex_delimiters=LATEX_DELIMITERS)
-            gallery = gr.Gallery(label=bi("Figures: click one to ask about it", "图表：点击后提问"),
-                                 elem_id="figure-gallery", columns=3, height=220, allow_preview=False,
-                                 object_fit="contain", interactive=False, fit_columns=False)
-
-    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
-    ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
-    ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources]
-    for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):
-        trigger(handlers.send, ask_inputs, ask_outputs, api_name=api_name, api_visibility="undocumented",
-                show_progress="minimal")
-    clear.click(handlers.clear, None, [chatbot, sources, confidence, chart, page_preview, turns, last_sources],
-                api_name="chat_clear", api_visibility="undocumented", queue=False)
-    sources.click(handlers.show_page, [sources, kb_select, last_sources], page_preview, api_name="show_page",
-                  api_visibility="undocumented")
-    gallery.select(handlers.lock_figure, figures, [lock_row, lock_text, figure_lock], api_name="lock_figure",
-                   api_visibility="undocumented")
-    unlock.click(handlers.unlock_figure, None, [lock_row, figure_lock], api_name="unlock_figure",
-                 api_visibility="undocumented", queue=False)
-
-    tab = ChatTab(kb_select, doc_filter, summary, gallery, figures)
-    picked_kb = kb_select.input(handlers.refresh_documents, [kb_select, doc_filter], doc_filter,
-                                api_name="chat_pick_kb", api_visibility="undocumented")
-    chain_panel(picked_kb, handlers, tab, "chat_kb")
-    # A no-op first step so the document pick and the KB pick share the same panel chain.
-    picked_doc = doc_filter.input(lambda: None, None, None, api_name="chat_pick_doc", api_visibility="undocumented",
-                                  queue=False)
-    chain_panel(picked_doc, handlers, tab, "chat_doc")
-    return tab
-
-
-def chain_panel(event: Any, handlers: ChatHandlers, tab: ChatTab, name: str) -> Any:
-    """After ``event``: reload the gallery, then the (possibly slow, model-written) summary."""
-    return event.then(handlers.figure_gallery, [tab.kb_select, tab.doc_filter], [tab.gallery, tab.figures],
-                      api_name=f"{name}_figures", api_visibility="undocumented").then(
-        handlers.summary, [tab.kb_select, tab.doc_filter], tab.summary, api_name=f"{name}_summary",
-        api_visibility="undocumented")

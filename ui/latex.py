@@ -9,6 +9,7 @@ pairs delimiters across element boundaries.
 
 from __future__ import annotations
 
+import html
 import re
 
 LATEX_DELIMITERS: list[dict[str, str | bool]] = [
@@ -72,3 +73,14 @@ def _is_money(match: re.Match[str]) -> bool:
     if after[0].isalpha() and not match.group("suffix"):
         return False  # "$2x + 1$"
     return following not in _MATH_AFTER
+
+
+BACKSLASH_HTML = '<span class="dl-currency">&#92;</span>'
+
+
+def literal_text(text: str) -> str:
+    """The user's own words or quoted document text: never math. HTML is escaped, and every ``$`` and
+    backslash sits in its own element, so neither the Markdown math rule nor KaTeX auto-render sees a
+    delimiter ("$5 and $10", "(M$)", "\\(x\\)" all stay as typed)."""
+    escaped = html.escape(text, quote=False)
+    return escaped.replace("\\", BACKSLASH_HTML).replace("$", CURRENCY_HTML)

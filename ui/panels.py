@@ -1,67 +1,86 @@
-"""Small HTML/Markdown renderings of an answer: confidence meter, score bars, source lines."""
+"""Small HTML/Markdown renderings of an answer: confidence meter, score bars, source lines, passages."""
 
 from __future__ import annotations
 
 import html
+import re
 from typing import Sequence
 
 from backend.types import Answer, Source
-from ui.common import bi
-from ui.latex import protect_currency
+from ui.i18n import text
+from ui.icons import icon
+from ui.latex import literal_text, protect_currency
+from ui.messages import translate_notice
 
 SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length")
 CHART_SOURCES = 3
+EXCERPT_CHARS = 420
 
 
-def confidence_html(answer: Answer | None, warn_below: float) -> str:
+def signal_name(lang: str, name: str) -> str:
+    names = {"semantic": text(lang, "semantic", "语义"), "keyword": text(lang, "keyword", "关键词"),
+             "fuzzy": text(lang, "fuzzy", "模糊"), "rank": text(lang, "rank", "排名"),
+             "entity": text(lang, "entity", "实体"), "length": text(lang, "length", "长度")}
+    return names.get(name, name)
+
+
+def mode_name(lang: str, mode: str) -> str:
+    names = {"llm": text(lang, "model answer", "模型回答"), "extractive": text(lang, "quoted passages", "引用段落"),
+             "vision": text(lang, "figure answer", "图表回答"),
+             "vision-fallback": text(lang, "figure answer (text model)", "图表回答（文本模型）")}
+    return names.get(mode, mode)
+
+
+def confidence_html(answer: Answer | None, warn_below: float, lang: str = "en") -> str:
+    title = text(lang, "Confidence", "置信度")
     if answer is None:
-        return f'<div class="dl-confidence dl-empty">{bi("Confidence", "置信度")}: –</div>'
+        return f'<div class="dl-confidence dl-empty">{title}: –</div>'
     value = max(0.0, min(100.0, answer.confidence))
     # A vision answer reads the image itself: the calibrated value only covers the text passages found
     # beside it, which questions like "what does this show?" rarely match. Say so instead of warning.
     about_figure = answer.mode == "vision"
     low = value < warn_below and not about_figure
-    label = bi("Text sources", "文本来源") if about_figure else bi("Confidence", "置信度")
+    heading = text(lang, "Text sources", "文本来源") if about_figure else title
     if about_figure:
-        explained = bi("The answer reads the figure; this is how well the text passages match",
-                       "回答依据图片本身；此数值仅表示文本段落的匹配程度")
+        explained = text(lang, "The answer reads the figure; this is how well the text passages match",
+                         "回答依据图片本身；此数值仅表示文本段落的匹配程度")
         note = f'<div class="dl-note">{explained}</div>'
     elif low:
-        note = f'<div class="dl-warn">⚠️ {bi("Low confidence: check the sources", "置信度低：请核对来源")}</div>'
+        warn = text(lang, "Low confidence: check the sources", "置信度低：请核对来源")
+        note = f'<div class="dl-warn">{icon("warn")} {warn}</div>'
     else:
         note = ""
-    return (f'<div class="dl-confidence{" dl-low" if low else ""}">'
-            f'<div class="dl-conf-head"><span>{label}</span>'
+    return (f'<div class="dl-confidence{" dl-low" if low else ""}" data-mode="{html.escape(answer.mode)}">'
+            f'<div class="dl-conf-head"><span>{heading}</span>'
             f'<strong class="dl-conf-value">{value:.0f}%</strong></div>'
             f'<div class="dl-meter"><span style="width:{value:.0f}%"></span></div>'
-            f'{note}<div class="dl-mode">{html.escape(answer.mode)}</div></div>')
+            f'{note}<div class="dl-mode">{html.escape(mode_name(lang, answer.mode))}</div></div>')
 
 
-def score_chart_html(sources: Sequence[Source]) -> str:
+def score_chart_html(sources: Sequence[Source], lang: str = "en") -> str:
     """Bars of each reranker signal (0-100) for the top sources: light, no plotting library."""
     top = [s for s in sources[:CHART_SOURCES] if s.scores]
     if not top:
         return ""
     blocks = []
     for index, source in enumerate(top, 1):
-        rows = "".join(_bar_row(name, source.scores.get(name, 0.0)) for name in SIGNALS if name in source.scores)
+        rows = "".join(_bar_row(lang, name, source.scores.get(name, 0.0)) for name in SIGNALS if name in source.scores)
         title = html.escape(f"[{index}] {source.file} p{source.page} · {source.relevance:.0f}%")
         blocks.append(f'<div class="dl-chart-source"><div class="dl-chart-title" title="{title}">{title}</div>'
                       f'{rows}</div>')
-    return (f'<div class="dl-chart"><div class="dl-panel-title">{bi("Score breakdown", "得分构成")}</div>'
+    return (f'<div class="dl-chart"><div class="dl-panel-title">{text(lang, "Score breakdown", "得分构成")}</div>'
             f'{"".join(blocks)}</div>')
 
 
-def _bar_row(name: str, value: float) -> str:
+def _bar_row(lang: str, name: str, value: float) -> str:
     width = max(0.0, min(100.0, value))
-    return (f'<div class="dl-bar-row"><span class="dl-bar-name">{name}</span>'
+    return (f'<div class="dl-bar-row"><span class="dl-bar-name">{html.escape(signal_name(lang, name))}</span>'
             f'<span class="dl-bar"><span class="dl-bar-fill dl-{name}" style="width:{width:.0f}%"></span></span>'
             f'<span class="dl-bar-value">{value:.0f}</span></div>')
 
 
-def source_label(index: int, source: Source) -> str:
-    pages = f"p{source.page}" if source.page_end in (0, source.page) else f"p{source.page}-{source.page_end}"
-    return f"[{index}] {source.file} · {pages} · {source.relevance:.0f}%"
+def source_headers(lang: str) -> list[str]:
+    return ["#", text(lang, "file", "文件"), text(lang, "page", "页"), text(lang, "relevance", "相关度")]
 
 
 def source_rows(sources: Sequence[Source]) -> list[list[str]]:
@@ -70,18 +89,59 @@ def source_rows(sources: Sequence[Source]) -> list[list[str]]:
 
 
 def sources_markdown(sources: Sequence[Source]) -> str:
-    """The list shown under an answer in the chat."""
+    """The list shown under a model's answer in the chat: quoted document text, so never math."""
     lines = []
     for index, source in enumerate(sources, 1):
         snippet = " ".join(source.text.split())[:140]
         lines.append(f"{index}. **{_md_escape(source.file)}** · p{source.page} · {source.relevance:.0f}%  \n"
-                     f"   <small>{protect_currency(html.escape(snippet))}…</small>")
+                     f"   <small>{literal_text(snippet)}…</small>")
     return "\n".join(lines)
 
 
-def _md_escape(text: str) -> str:
-    return html.escape(text).replace("*", "\\*").replace("_", "\\_")
+def extractive_markdown(answer: Answer, lang: str) -> str:
+    """An answer without a model: the notice, then each passage once, quoted as the document wrote it."""
+    from backend.answering import best_excerpt
+    notice = f"_{html.escape(translate_notice(answer.notice, lang))}_" if answer.notice else ""
+    if not answer.sources:
+        none = translate_notice("The documents in this knowledge base contain no passage that matches the question.",
+                                lang)
+        return "\n\n".join(part for part in (notice, none) if part)
+    passages = []
+    for number, source in enumerate(answer.sources[:3], 1):
+        excerpt = best_excerpt(answer.question or "", source.text, EXCERPT_CHARS) or source.text[:EXCERPT_CHARS]
+        quoted = "\n".join(f"> {literal_text(line)}" if line.strip() else ">" for line in excerpt.splitlines())
+        relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
+        passages.append(f"**{cite(number)} {_md_escape(source.file)} · p{source.page}** · {relevance}\n{quoted}")
+    return "\n\n".join([notice, *passages] if notice else passages)
 
 
-def figure_chip_text(page: int) -> str:
-    return f"🖼️ figure p{page} · 图 p{page}"
+_CITATION = re.compile(r"\[(\d{1,2})\](?!\()")
+
+
+def cite(number: int) -> str:
+    """A clickable citation: the page script opens that source's page preview (assets/doclens.js)."""
+    return f'<span class="dl-cite" role="link" tabindex="0">[{number}]</span>'
+
+
+def clickable_citations(markdown: str, source_count: int) -> str:
+    """[n] in a model's answer -> clickable citations, for the n that are real sources."""
+    def link(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        return cite(number) if 1 <= number <= source_count else match.group(0)
+    return _CITATION.sub(link, markdown)
+
+
+def model_markdown(answer: Answer, lang: str) -> str:
+    text_md = clickable_citations(protect_currency(answer.answer), len(answer.sources))
+    if answer.notice and answer.notice not in answer.answer:
+        text_md += f"\n\n> {icon('info')} {html.escape(translate_notice(answer.notice, lang))}"
+    return text_md
+
+
+def _md_escape(value: str) -> str:
+    return literal_text(value).replace("*", "\\*").replace("_", "\\_")
+
+
+def figure_chip_text(figure: dict, lang: str = "en") -> str:
+    return text(lang, "Asking about: {file} · figure p{page}", "针对：{file} · 第 {page} 页图表").format(
+        file=figure.get("file", ""), page=figure.get("page", ""))

@@ -19,24 +19,27 @@ from pydantic import SecretStr
 from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import EmbeddingSettings, LLMSettings, OCRSettings, Settings, with_changes
-from ui.common import bi, error_text, warning_md
+from ui.common import error_text, warning_md
+from ui.i18n import label, lang_of, text
+from ui.icons import icon
+from ui.messages import translate_error
 
 log = logging.getLogger("doclens.ui")
 
 EMBEDDING_PROVIDERS = list(EmbeddingSettings.model_fields["provider"].annotation.__args__)
 OCR_ENGINES = list(OCRSettings.model_fields["engine"].annotation.__args__)
-OPERATOR_NOTE = bi("You are the operator: changes apply to this whole server at once, for every user, and "
+OPERATOR_NOTE = ("You are the operator: changes apply to this whole server at once, for every user, and "
                    "are not saved. Keys are never shown.",
                    "你是管理员：修改立即作用于整个服务器的所有用户，不会保存。密钥永不显示。")
-SESSION_NOTE = bi("Changes apply to your browser session only (your own chat model, endpoint and key, kept "
+SESSION_NOTE = ("Changes apply to your browser session only (your own chat model, endpoint and key, kept "
                   "in server memory until you close the page). Embedding, OCR and the server's model are set "
                   "by the operator.",
                   "修改仅作用于你的浏览器会话（你自己的对话模型、接口与密钥，仅保存在服务器内存中，关闭页面即失效）。"
                   "向量模型、OCR 与服务器模型由管理员设置。")
 
 
-def key_status(secret: Optional[SecretStr]) -> str:
-    return bi("set", "已设置") if secret and secret.get_secret_value() else bi("not set", "未设置")
+def key_status(secret: Optional[SecretStr], lang: str = "en") -> str:
+    return text(lang, "set", "已设置") if secret and secret.get_secret_value() else text(lang, "not set", "未设置")
 
 
 def bound_key(typed: str, current: Optional[SecretStr], old_url: str, new_url: str) -> Optional[SecretStr]:
@@ -54,7 +57,7 @@ def _same_url(a: str, b: str) -> bool:
 
 def check_line(name: str, result: tuple[bool, str]) -> str:
     ok, message = result
-    return f"{'✅' if ok else '❌'} **{name}**: {message}"
+    return f"{icon('ok' if ok else 'fail')} **{name}**: {message}"
 
 
 class SettingsHandlers:
@@ -68,27 +71,28 @@ class SettingsHandlers:
             return True
         return bool(self.admin) and getattr(request, "username", None) == self.admin
 
-    def current_values(self, profile: Optional[LLMSettings] = None) -> tuple:
+    def current_values(self, profile: Optional[LLMSettings] = None, lang: str = "en") -> tuple:
         """Outputs, in build order: llm url, model, vision model, llm key status, embedding provider,
         model, url, embedding key status, ocr engine, milvus uri, llm timeout. ``profile``: a session's
         own model."""
         s = self.service.settings
         llm = profile or s.llm
-        return (llm.base_url, llm.model, llm.vision_model, key_status(llm.api_key), s.embedding.provider,
-                s.embedding.model, s.embedding.base_url, key_status(s.embedding.api_key), s.ocr.engine,
+        return (llm.base_url, llm.model, llm.vision_model, key_status(llm.api_key, lang), s.embedding.provider,
+                s.embedding.model, s.embedding.base_url, key_status(s.embedding.api_key, lang), s.ocr.engine,
                 s.milvus_uri, llm.timeout)
 
     def page_values(self, profile: Optional[LLMSettings], request: gr.Request) -> tuple:
         """Page load: who this user is (the note), then the fields; server-wide ones locked for sessions."""
         operator = self.is_operator(request)
-        values = list(self.current_values(profile))
+        lang = lang_of(request)
+        values = list(self.current_values(profile, lang))
         for index in (4, 5, 6, 8):  # embedding provider, model, url; OCR engine
             values[index] = gr.update(value=values[index], interactive=operator)
-        return (OPERATOR_NOTE if operator else SESSION_NOTE, *values)
+        return (text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE)), *values)
 
     def apply(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
               embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
-              llm_timeout: Optional[float] = None) -> tuple:
+              llm_timeout: Optional[float] = None, lang: str = "en") -> tuple:
         """Server-wide (the operator). Outputs: status, every field of ``current_values``, both key boxes.
         An empty number keeps its current value."""
         current = self.service.settings
@@ -108,21 +112,22 @@ class SettingsHandlers:
             })
             self.service.reconfigure(new_settings)
         except SettingsError as exc:
-            return (warning_md(str(exc)), *self.current_values(), "", "")
+            return (warning_md(translate_error(str(exc), lang)), *self.current_values(None, lang), "", "")
         except Exception as exc:
-            return (warning_md(error_text(exc, "apply the settings")), *self.current_values(), "", "")
+            return (warning_md(error_text(exc, "apply the settings", lang)), *self.current_values(None, lang), "", "")
         log.info("settings changed from the web page: %s", _summary(new_settings))
-        return (f"✅ {bi('Applied to this server (not saved to disk).', '已应用于本服务器（未写入磁盘）。')}",
-                *self.current_values(), "", "")
+        applied = text(lang, "Applied to this server (not saved to disk).", "已应用于本服务器（未写入磁盘）。")
+        return (f"{icon('ok')} {applied}", *self.current_values(None, lang), "", "")
 
     def apply_from_page(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
                         embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
                         llm_timeout: Optional[float], profile: Optional[LLMSettings], request: gr.Request) -> tuple:
         """The Apply button: server-wide for the operator, else this session's own model profile.
         Outputs: those of ``apply``, then the session profile."""
+        lang = lang_of(request)
         if self.is_operator(request):
             return (*self.apply(llm_url, llm_model, vision_model, llm_key, provider, embedding_model,
-                                embedding_url, embedding_key, ocr_engine, llm_timeout), profile)
+                                embedding_url, embedding_key, ocr_engine, llm_timeout, lang), profile)
         base = profile or self.service.settings.llm
         llm_url = (llm_url or "").strip()
         try:
@@ -132,26 +137,30 @@ class SettingsHandlers:
                 "timeout": base.timeout if llm_timeout is None else llm_timeout,
                 "api_key": bound_key(llm_key, base.api_key, base.base_url, llm_url)}})
         except SettingsError as exc:
-            return (warning_md(str(exc)), *self.current_values(profile), "", "", profile)
+            return (warning_md(translate_error(str(exc), lang)), *self.current_values(profile, lang), "", "", profile)
         log.info("a session chose its own model: %s:%s", changed.llm.base_url or "-", changed.llm.model or "-")
-        return (f"✅ {bi('Applied to your session only.', '仅应用于你的会话。')}",
-                *self.current_values(changed.llm), "", "", changed.llm)
+        applied = text(lang, "Applied to your session only.", "仅应用于你的会话。")
+        return (f"{icon('ok')} {applied}", *self.current_values(changed.llm, lang), "", "", changed.llm)
 
-    def check_llm(self, profile: Optional[LLMSettings] = None) -> str:
-        return self._check(bi("Chat model", "对话模型"), lambda: self.service.check_llm(False, profile))
+    def check_llm(self, profile: Optional[LLMSettings] = None, request: gr.Request = None) -> str:
+        lang = lang_of(request)
+        return self._check(text(lang, "Chat model", "对话模型"), lambda: self.service.check_llm(False, profile), lang)
 
-    def check_vision(self, profile: Optional[LLMSettings] = None) -> str:
-        return self._check(bi("Vision model", "视觉模型"), lambda: self.service.check_llm(True, profile))
+    def check_vision(self, profile: Optional[LLMSettings] = None, request: gr.Request = None) -> str:
+        lang = lang_of(request)
+        return self._check(text(lang, "Vision model", "视觉模型"), lambda: self.service.check_llm(True, profile),
+                           lang)
 
-    def check_embedding(self) -> str:
-        return self._check(bi("Embedding", "向量模型"), self.service.check_embedding)
+    def check_embedding(self, request: gr.Request = None) -> str:
+        lang = lang_of(request)
+        return self._check(text(lang, "Embedding", "向量模型"), self.service.check_embedding, lang)
 
     @staticmethod
-    def _check(name: str, run) -> str:
+    def _check(name: str, run, lang: str = "en") -> str:
         try:
             return check_line(name, run())
         except Exception as exc:
-            return check_line(name, (False, error_text(exc, "test the connection")))
+            return check_line(name, (False, error_text(exc, "test the connection", lang)))
 
 
 def _summary(settings: Settings) -> str:
@@ -164,51 +173,51 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
     ``profile``: the session's own LLM profile (None: the server's), shared with the Chat tab."""
     handlers = SettingsHandlers(service, admin)
     values = handlers.current_values()
-    note = gr.Markdown(SESSION_NOTE, elem_classes="dl-note", elem_id="settings-scope")
+    note = gr.Markdown(label(*SESSION_NOTE), elem_classes="dl-note", elem_id="settings-scope")
     with gr.Group():
-        gr.Markdown(f"#### {bi('Language model', '大语言模型')}", elem_classes="dl-section-title")
+        gr.Markdown(f"#### {label('Language model', '大语言模型')}", elem_classes="dl-section-title")
         with gr.Row():
-            llm_url = gr.Textbox(label=bi("Endpoint (OpenAI-compatible base URL)", "接口地址"), value=values[0],
+            llm_url = gr.Textbox(label=label("Endpoint (OpenAI-compatible base URL)", "接口地址"), value=values[0],
                                  elem_id="settings-llm-url", scale=3, min_width=240)
-            llm_model = gr.Textbox(label=bi("Chat model", "对话模型"), value=values[1], elem_id="settings-llm-model",
+            llm_model = gr.Textbox(label=label("Chat model", "对话模型"), value=values[1], elem_id="settings-llm-model",
                                    scale=2, min_width=160)
-            vision_model = gr.Textbox(label=bi("Vision model (empty: chat model)", "视觉模型（空：同对话模型）"),
+            vision_model = gr.Textbox(label=label("Vision model (empty: chat model)", "视觉模型（空：同对话模型）"),
                                       value=values[2], elem_id="settings-vision-model", scale=2, min_width=160)
         with gr.Row(elem_classes="dl-kb-row"):
-            llm_key_status = gr.Textbox(label=bi("API key", "密钥"), value=values[3], interactive=False,
+            llm_key_status = gr.Textbox(label=label("API key", "密钥"), value=values[3], interactive=False,
                                         elem_id="settings-llm-key-status", scale=1, min_width=120)
-            llm_key = gr.Textbox(label=bi("New API key (memory only)", "新密钥（仅内存）"), type="password",
+            llm_key = gr.Textbox(label=label("New API key (memory only)", "新密钥（仅内存）"), type="password",
                                  elem_id="settings-llm-key", scale=2, min_width=180)
-            test_llm = gr.Button(bi("Test chat", "测试对话"), elem_id="settings-test-llm", scale=1, min_width=120)
-            test_vision = gr.Button(bi("Test vision", "测试视觉"), elem_id="settings-test-vision", scale=1,
+            test_llm = gr.Button(label("Test chat", "测试对话"), elem_id="settings-test-llm", scale=1, min_width=120)
+            test_vision = gr.Button(label("Test vision", "测试视觉"), elem_id="settings-test-vision", scale=1,
                                     min_width=120)
-            llm_timeout = gr.Number(label=bi("Timeout (s)", "超时（秒）"), value=values[10],
+            llm_timeout = gr.Number(label=label("Timeout (s)", "超时（秒）"), value=values[10],
                                     elem_id="settings-llm-timeout", scale=1, min_width=120)
     with gr.Group():
-        gr.Markdown(f"#### {bi('Embedding', '向量模型')}", elem_classes="dl-section-title")
+        gr.Markdown(f"#### {label('Embedding', '向量模型')}", elem_classes="dl-section-title")
         with gr.Row():
-            provider = gr.Dropdown(EMBEDDING_PROVIDERS, value=values[4], label=bi("Provider", "提供方"),
+            provider = gr.Dropdown(EMBEDDING_PROVIDERS, value=values[4], label=label("Provider", "提供方"),
                                    elem_id="settings-embedding-provider", scale=1, min_width=160)
-            embedding_model = gr.Textbox(label=bi("Model", "模型"), value=values[5],
+            embedding_model = gr.Textbox(label=label("Model", "模型"), value=values[5],
                                          elem_id="settings-embedding-model", scale=2, min_width=200)
-            embedding_url = gr.Textbox(label=bi("Endpoint (openai provider; empty: the LLM's)", "接口地址"),
+            embedding_url = gr.Textbox(label=label("Endpoint (openai provider; empty: the LLM's)", "接口地址"),
                                        value=values[6], elem_id="settings-embedding-url", scale=2, min_width=200)
         with gr.Row(elem_classes="dl-kb-row"):
-            embedding_key_status = gr.Textbox(label=bi("API key", "密钥"), value=values[7], interactive=False,
+            embedding_key_status = gr.Textbox(label=label("API key", "密钥"), value=values[7], interactive=False,
                                               elem_id="settings-embedding-key-status", scale=1, min_width=120)
-            embedding_key = gr.Textbox(label=bi("New API key (memory only)", "新密钥（仅内存）"), type="password",
+            embedding_key = gr.Textbox(label=label("New API key (memory only)", "新密钥（仅内存）"), type="password",
                                        elem_id="settings-embedding-key", scale=2, min_width=180)
-            test_embedding = gr.Button(bi("Test embedding", "测试向量"), elem_id="settings-test-embedding", scale=1,
+            test_embedding = gr.Button(label("Test embedding", "测试向量"), elem_id="settings-test-embedding", scale=1,
                                        min_width=140)
     with gr.Group():
-        gr.Markdown(f"#### {bi('OCR and storage', 'OCR 与存储')}", elem_classes="dl-section-title")
+        gr.Markdown(f"#### {label('OCR and storage', 'OCR 与存储')}", elem_classes="dl-section-title")
         with gr.Row():
-            ocr_engine = gr.Dropdown(OCR_ENGINES, value=values[8], label=bi("OCR engine", "OCR 引擎"),
+            ocr_engine = gr.Dropdown(OCR_ENGINES, value=values[8], label=label("OCR engine", "OCR 引擎"),
                                      elem_id="settings-ocr-engine", scale=1, min_width=160)
-            milvus_uri = gr.Textbox(label=bi("Milvus URI (restart to change)", "Milvus 地址（需重启修改）"),
+            milvus_uri = gr.Textbox(label=label("Milvus URI (restart to change)", "Milvus 地址（需重启修改）"),
                                     value=values[9], interactive=False, elem_id="settings-milvus-uri", scale=3,
                                     min_width=240)
-    apply = gr.Button(bi("Apply", "应用"), variant="primary", elem_id="settings-apply")
+    apply = gr.Button(label("Apply", "应用"), variant="primary", elem_id="settings-apply")
     status = gr.Markdown("", elem_id="settings-status")
 
     fields = [llm_url, llm_model, vision_model, llm_key_status, provider, embedding_model, embedding_url,

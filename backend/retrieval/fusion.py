@@ -33,3 +33,27 @@ def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[Hashable,
 def order_by_score(scores: dict[Hashable, float]) -> list[Hashable]:
     """Ids by descending score; ties keep first-seen order (dicts keep insertion order)."""
     return sorted(scores, key=lambda item: -scores[item])
+
+
+ORIGINAL_WEIGHT = 1.0
+REWRITE_WEIGHT = 0.7  # a rewrite can help a follow-up question, but the user's own words lead
+
+
+def fuse_results(original, rewritten, top: int):
+    """One ranking from the searches of the user's question and of the model's rewrite of it (RRF over
+    chunk ids). Each source keeps its higher relevance; the confidence follows the list that found the
+    fused first source (the original's when both did)."""
+    from dataclasses import replace
+    ranked = weighted_rrf([RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),
+                           RankedList([s.chunk_id for s in rewritten.sources], REWRITE_WEIGHT)])
+    best: dict[Hashable, object] = {}
+    for source in [*original.sources, *rewritten.sources]:
+        kept = best.get(source.chunk_id)
+        if kept is None or source.relevance > kept.relevance:
+            best[source.chunk_id] = source
+    sources = [best[chunk_id] for chunk_id in order_by_score(ranked)][:top]
+    first = sources[0].chunk_id if sources else None
+    in_original = any(s.chunk_id == first for s in original.sources[:1]) or not rewritten.sources
+    confidence = original.confidence if in_original else rewritten.confidence
+    return replace(original, sources=sources, confidence=confidence,
+                   queries=[*original.queries, *rewritten.queries])

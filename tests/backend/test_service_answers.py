@@ -213,13 +213,14 @@ def test_follow_up_is_condensed_before_retrieval_and_the_standalone_question_sea
                {"role": "assistant", "content": "简谐振子是量子力学中最重要的模型之一 [1]。"}]
     answer = service.ask(KB, "它的零点能是多少？", history=history)
     chats = fake.chat_requests()
-    assert [request_kind(r) for r in chats] == ["condense", "translate", "answer"]
+    # The user's own words are searched beside the rewrite (issue 12 item 21): both get translated.
+    assert [request_kind(r) for r in chats] == ["condense", "translate", "translate", "answer"]
     assert "简谐振子是什么" in chats[0].text() and "它的零点能是多少" in chats[0].text()
-    assert chats[1].messages[-1]["content"] == standalone
+    assert {chats[1].messages[-1]["content"], chats[2].messages[-1]["content"]} == {"它的零点能是多少？", standalone}
     assert answer.mode == "llm" and answer.question == standalone
     # The model still sees the conversation and the user's own words.
-    assert chats[2].messages[-1]["content"].endswith("Question: 它的零点能是多少？")
-    assert any(m["content"] == "简谐振子是什么？" for m in chats[2].messages)
+    assert chats[3].messages[-1]["content"].endswith("Question: 它的零点能是多少？")
+    assert any(m["content"] == "简谐振子是什么？" for m in chats[3].messages)
 
 
 # ---------------------------------------------------------------- figures

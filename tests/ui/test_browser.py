@@ -89,6 +89,23 @@ def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     page.wait_for_timeout(300)
 
 
+def choose(page, elem_id: str, value: str) -> None:
+    """Pick an option of a Gradio dropdown as a user does."""
+    field(page, elem_id).click()
+    page.get_by_role("option", name=value, exact=True).click()
+    page.wait_for_timeout(300)
+
+
+def dropdown_options(page, elem_id: str) -> list[str]:
+    field(page, elem_id).click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    names = [options.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(options.count())]
+    field(page, elem_id).evaluate("(e) => e.blur()")
+    options.first.wait_for(state="detached")
+    return names
+
+
 def test_user_journey(doclens_app: RunningApp, page) -> None:
     steps = Steps(page)
     fake = doclens_app.fake
@@ -108,13 +125,24 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
     page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
     page.locator("#upload-start").click()
-    page.locator("#ingest-status .progress-text, #ingest-status .eta-bar, #ingest-status .progress-level"
-                 ).first.wait_for(timeout=30_000)
+    page.locator("#ingest-status .dl-progress").first.wait_for(timeout=30_000)
     steps.shot("upload-progress")
     page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
     page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
                            arg=SAMPLE_PDF.name)
     steps.shot("uploaded", full_page=True)
+
+    # -- deleting a file needs a choice and a confirmation that names it (nothing is pre-selected)
+    assert field(page, "doc-delete-pick").input_value() == ""
+    page.locator("#doc-delete").click()
+    page.locator("#doc-delete-confirmation").wait_for(state="hidden")
+    choose(page, "doc-delete-pick", SAMPLE_PDF.name)
+    page.locator("#doc-delete").click()
+    page.locator("#doc-delete-confirmation").get_by_text(SAMPLE_PDF.name).wait_for()
+    steps.shot("file-delete-confirm", show="#doc-delete-confirmation")
+    page.locator("#doc-delete-confirmation-no").click()
+    page.locator("#doc-delete-confirmation").wait_for(state="hidden")
+    assert SAMPLE_PDF.name in page.locator("#docs-table").inner_text(), "Keep it keeps the file"
 
     # -- the self-test reports its metrics
     page.locator("#quality").get_by_text("Quality checks").click()
@@ -138,10 +166,23 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     assert page.locator("#confidence").get_by_text("%").count() >= 1
     steps.shot("answer")
 
-    # -- a source's page as an image
+    # -- a source's page as an image: from the table, and from a [n] citation in the answer
     rows.first.click()
     page.locator("#page-preview img").wait_for()
     steps.shot("page-preview", show="#page-preview")
+    page.locator("#page-preview").wait_for()
+    page.evaluate("() => { const p = document.querySelector('#page-preview'); p.dataset.seen = 'table'; }")
+    ask(page, "$5 and $10 是多少钱？")
+    user = page.locator("#chatbot .message-row.user-row, #chatbot .user").last
+    assert "$5 and $10 是多少钱？" in user.inner_text(), "the user's own text is not math"
+    assert user.locator(".katex").count() == 0
+    page.locator("#page-preview").wait_for(state="hidden")  # a new answer: the old page is stale
+    answer = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").last
+    answer.locator(".dl-cite").first.click()
+    preview = page.locator("#page-preview")
+    preview.locator("img").wait_for()
+    assert "[1]" in preview.inner_text() and SAMPLE_PDF.name in preview.inner_text()
+    steps.shot("citation-preview", show="#page-preview")
 
     # -- lock a figure, ask about it: the vision request carries the image
     figures = page.locator("#figure-gallery .thumbnail-item, #figure-gallery button.thumbnail-item")
@@ -149,6 +190,8 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     figures.first.click()
     chip = page.locator("#figure-lock")
     chip.get_by_text(re.compile(r"figure p\d+")).wait_for()
+    assert SAMPLE_PDF.name in chip.inner_text(), "the chip names the figure's file"
+    chip.locator("img").wait_for()  # and shows its thumbnail
     steps.shot("figure-locked", show="#figure-lock")
     vision_before = len(fake.vision_requests())
     ask(page, "What does this figure show?")
@@ -164,6 +207,19 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#figure-unlock").click()
     chip.wait_for(state="hidden")
 
+    # -- switching the knowledge base starts a fresh conversation view
+    rows.first.click()
+    page.locator("#page-preview img").wait_for()
+    figures.first.click()
+    chip.wait_for()
+    choose(page, "kb-select", "Default")
+    page.wait_for_function("() => !document.querySelector('#chatbot .message-row, #chatbot .message')")
+    chip.wait_for(state="hidden")
+    page.locator("#page-preview").wait_for(state="hidden")
+    assert page.locator("#sources tbody tr").count() == 0
+    choose(page, "kb-select", KB)
+    wait_idle(page)
+
     # -- a narrow window still works
     page.set_viewport_size({"width": 420, "height": 800})
     page.wait_for_timeout(500)
@@ -173,10 +229,199 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     # -- delete the knowledge base through the confirmation
     open_tab(page, "Knowledge base")
     page.locator("#kb-delete").click()
-    confirm = page.locator("#kb-delete-confirm")
+    confirm = page.locator("#kb-delete-confirmation-yes")
     confirm.wait_for()
     steps.shot("delete-confirm")
     confirm.click()
     page.locator("#kb-status").get_by_text("Deleted").wait_for()
     assert field(page, "kb-active").input_value() != KB
     steps.shot("kb-deleted")
+
+
+SCANNED_PDF = SAMPLE_PDF.parent / "layout" / "scanned_zh_en_20p.pdf"  # OCR on every page: a slow upload
+
+
+def kb_tab_on(page, name: str) -> None:
+    open_tab(page, "Knowledge base")
+    wait_idle(page)
+    if field(page, "kb-active").input_value() != name:
+        choose(page, "kb-active", name)
+        wait_idle(page)
+
+
+def create_kb(page, name: str) -> None:
+    field(page, "kb-new-name").fill(name)
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text(name).wait_for(timeout=INGEST_TIMEOUT_MS)
+    wait_idle(page)
+
+
+def test_delete_confirmation_follows_the_selection(doclens_app: RunningApp, page) -> None:
+    """Item 1: the prompt named A, the user then picked B: "Yes, delete" must never delete B."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-a")
+    create_kb(page, "kb-b")
+    choose(page, "kb-active", "kb-a")
+    page.locator("#kb-delete").click()
+    confirmation = page.locator("#kb-delete-confirmation")
+    confirmation.get_by_text("kb-a").wait_for()
+    choose(page, "kb-active", "kb-b")
+    confirmation.wait_for(state="hidden")  # the prompt about kb-a is gone with the new selection
+    assert {"kb-a", "kb-b"} <= set(dropdown_options(page, "kb-active"))
+    page.locator("#kb-delete").click()
+    confirmation.get_by_text("kb-b").wait_for()
+    page.locator("#kb-delete-confirmation-yes").click()
+    page.locator("#kb-status").get_by_text("Deleted").wait_for()
+    names = dropdown_options(page, "kb-active")
+    assert "kb-b" not in names and "kb-a" in names
+
+
+def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, page) -> None:
+    """Item 6: a KB made in another browser tab shows up when the Chat tab is shown; a reload keeps the
+    user's KB instead of falling back to the alphabetically first one."""
+    page.goto(doclens_app.url)
+    page.locator("#chatbot").wait_for()
+    wait_idle(page)
+    other = page.context.new_page()
+    other.goto(doclens_app.url)
+    open_tab(other, "Knowledge base")
+    create_kb(other, "zz-made-elsewhere")
+    other.close()
+    open_tab(page, "Knowledge base")
+    open_tab(page, "Chat")
+    page.wait_for_function("() => !document.querySelector('#kb-select .pending, #kb-select .generating')")
+    page.wait_for_timeout(500)
+    assert "zz-made-elsewhere" in dropdown_options(page, "kb-select")
+    choose(page, "kb-select", "zz-made-elsewhere")
+    wait_idle(page)
+    page.reload()
+    page.wait_for_function("() => document.querySelector('#kb-select input')?.value === 'zz-made-elsewhere'")
+    page.locator("#chat-refresh").click()
+    wait_idle(page)
+    assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
+
+
+def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page) -> None:
+    """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
+    pending row says it is being indexed, and the status ends in the final state."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-upload")
+    page.locator("#upload-cancel").click()
+    page.locator("#ingest-status").get_by_text("No upload is running.").wait_for()
+    page.locator("#upload-files input[type=file]").set_input_files(str(SCANNED_PDF))
+    page.locator("#upload-files").get_by_text(SCANNED_PDF.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status .dl-progress").wait_for(timeout=30_000)
+    page.reload()
+    kb_tab_on(page, "kb-upload")
+    status = page.locator("#ingest-status")
+    status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
+    page.wait_for_function("() => document.querySelector('#docs-table')?.innerText.includes('being indexed')",
+                           timeout=60_000)
+    page.locator("#upload-cancel").click()
+    status.get_by_text("Cancelling after the current page").wait_for()
+    status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
+    page.locator("#upload-cancel").click()
+    status.get_by_text("No upload is running.").wait_for()
+    assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
+
+
+def ui_string_pairs() -> list[tuple[str, str]]:
+    """Every (English, Chinese) pair the UI code passes to ui.i18n's label()/text(), read from the source."""
+    import ast
+    pairs = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "ui").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or getattr(node.func, "id", None) not in ("label", "text"):
+                continue
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(strings) == 2:
+                pairs.append((strings[0], strings[1]))
+    assert len(pairs) > 100, "the scan should find the app's strings"
+    return pairs
+
+
+def other_language_strings(page_text: str, lang: str) -> list[str]:
+    """Strings of the other language that show on a page meant to be in ``lang``."""
+    found = []
+    for en, zh in ui_string_pairs():
+        if "{" in en or en == zh:
+            continue  # templates are checked through their filled-in results elsewhere
+        match = (re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text) if lang == "zh"
+                 else re.search(re.escape(zh), page_text))
+        if match:  # with the text around it, so a failure says where it is
+            found.append(page_text[max(0, match.start() - 40):match.end() + 20].replace("\n", " | "))
+    return found
+
+
+def whole_page_text(page) -> str:
+    """The header and every tab's visible text (each tab is shown in turn; quality checks opened)."""
+    texts = []
+    for tab in ("tab-chat", "tab-kb", "tab-settings"):
+        page.locator(f"#{tab}-button, button[role=tab]").nth(("tab-chat", "tab-kb", "tab-settings").index(tab)).click()
+        wait_idle(page)
+        if tab == "tab-kb" and page.locator("#quality .label-wrap.open, #quality .open").count() == 0:
+            page.locator("#quality").locator("button, .label-wrap").first.click()
+            page.wait_for_timeout(300)
+        texts.append(page.locator("body").inner_text())
+    return "\n".join(texts)
+
+
+README_SHOTS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+
+
+def readme_shots(page, lang: str) -> None:
+    """The README screenshots: chat, knowledge base and settings tabs, in each language."""
+    README_SHOTS.mkdir(parents=True, exist_ok=True)
+    for index, name in enumerate(("chat", "kb", "settings")):
+        page.locator("button[role=tab]").nth(index).click()
+        wait_idle(page)
+        page.screenshot(path=str(README_SHOTS / f"{name}-{lang}.png"))
+
+
+@pytest.fixture
+def chinese_page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
+    """A browser whose language is Chinese (navigator.language zh-CN)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile-zh"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800}, locale="zh-CN")
+        context.set_default_timeout(30_000)
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
+    """Item 11: a Chinese browser gets the Chinese UI only; the switch turns it into English only, and
+    the choice survives a reload. Messages made on the server follow the language too."""
+    page = chinese_page
+    page.goto(doclens_app.url)
+    page.get_by_role("tab", name="知识库").wait_for()
+    wait_idle(page)
+    open_tab(page, "知识库")
+    field(page, "kb-new-name").fill("")
+    page.locator("#kb-create").click()  # a server-made error, in Chinese
+    page.locator("#kb-status").get_by_text("知识库名称为空").wait_for()
+    zh_text = whole_page_text(page)
+    assert "问答" in zh_text and "上传并索引" in zh_text
+    assert other_language_strings(zh_text, "zh") == []
+    readme_shots(page, "zh")
+
+    page.locator("#language-switch").get_by_text("English").click()
+    page.get_by_role("tab", name="Knowledge base").wait_for()
+    open_tab(page, "Knowledge base")
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text("knowledge base name is empty").wait_for()
+    en_text = whole_page_text(page)
+    assert "Upload and index" in en_text
+    assert other_language_strings(en_text, "en") == []
+    readme_shots(page, "en")
+
+    page.reload()
+    page.get_by_role("tab", name="Knowledge base").wait_for()  # the choice outlives the page

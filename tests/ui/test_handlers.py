@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -19,15 +20,17 @@ import pytest
 
 from backend.errors import SettingsError
 from backend.service import DocLens
-from backend.types import Figure, IngestResult, ProgressEvent
+from backend.types import Answer, Figure, IngestResult, ProgressEvent, Source
 from tests.conftest import SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest
 from ui.app import build_app, parse_auth
-from ui.chat_tab import ChatHandlers, normalize_messages
-from ui.common import ALL_DOCUMENTS, error_text
+from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
+from ui.common import ALL_DOCUMENTS, error_text, kb_names
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
+from ui.icons import SYMBOLS, icon
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
+from ui.upload_jobs import UploadJobs
 from ui.web_files import ReceivedUploads
 
 KB = "physics"
@@ -36,6 +39,7 @@ PHYSICS = "物理公式示例文档.pdf"  # 2 pages: harmonic oscillator formula
 QUESTION = "简谐振子的能级公式是什么？"
 OFF_TOPIC = "What was the stock price of Apple in 1850?"  # nothing in the KB: low confidence
 API_KEY = "sk-ui-secret"
+WARN = icon("warn")
 REPLY = "The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1]. The textbook costs $5 at most."
 
 
@@ -142,12 +146,13 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     final = updates[-1]
     messages, sources, confidence, chart, turns, last_sources = (final[0], final[2], final[3], final[4],
                                                                  final[7], final[8])
-    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ [1].")
+    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
+                                              '<span class="dl-cite" role="link" tabindex="0">[1]</span>.')
     assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
     assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
     rows = sources.raw_samples
     assert rows and rows[0][:2] == ["1", PHYSICS] and rows[0][2] in ("1", "2") and rows[0][3].endswith("%")
-    assert "dl-warn" not in confidence and ">llm<" in confidence
+    assert "dl-warn" not in confidence and 'data-mode="llm"' in confidence
     assert "dl-chart" in chart and PHYSICS in chart
     assert [t["role"] for t in turns] == ["user", "assistant"] and turns[0]["content"] == QUESTION
     assert turns[1]["content"].startswith("The levels are")  # the raw answer, not the rendered bubble
@@ -159,7 +164,7 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
 def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
     service.reconfigure(make_settings(data_dir))  # no model: an extractive answer with a notice
     final = run_send(service, question=OFF_TOPIC)[-1]
-    assert "dl-warn" in final[3] and ">extractive<" in final[3]
+    assert "dl-warn" in final[3] and 'data-mode="extractive"' in final[3]
     text = answer_text([final])
     assert "No language model is configured" in text
     assert text.count("No language model is configured") == 1, "the notice is shown once"
@@ -189,7 +194,7 @@ def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, da
     final = run_send(service)[-1]
     text = answer_text([final])
     assert "The language model failed" in text and "Traceback" not in text
-    assert ">extractive<" in final[3] and final[8], "the passages are still the sources"
+    assert 'data-mode="extractive"' in final[3] and final[8], "the passages are still the sources"
     if down == "500":
         assert fake.chat_requests(), "the fake model was asked"
 
@@ -201,14 +206,14 @@ def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, da
 def test_errors_become_readable_messages(kb: str, expected: str, service: DocLens) -> None:
     updates = run_send(service, kb=kb)
     text = last_message(updates)
-    assert text.startswith("⚠️") and expected in text and "Traceback" not in text
+    assert text.startswith(WARN) and expected in text and "Traceback" not in text
     final = updates[-1]
     assert final[5]["visible"] is False and final[6] is None  # a figure lock is dropped too
 
 
 def test_unknown_document_filter_is_a_readable_message(service: DocLens) -> None:
     text = last_message(run_send(service, doc_filter="missing.pdf"))
-    assert text.startswith("⚠️") and "missing.pdf" in text and "is not in knowledge base" in text
+    assert text.startswith(WARN) and "missing.pdf" in text and "is not in knowledge base" in text
 
 
 def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
@@ -227,7 +232,7 @@ def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenA
     vision = fake.vision_requests()
     assert len(vision) == 1 and vision[0].body["model"] == "fake-vision"
     assert final[5]["visible"] is False and final[6] is None
-    assert ">vision<" in final[3]
+    assert 'data-mode="vision"' in final[3]
     # the meter is labelled as the text passages' confidence, with no low-confidence warning
     assert "Text sources" in final[3] and "dl-note" in final[3] and "dl-warn" not in final[3]
     run_send(service, question="再解释一下公式", lock=final[6])  # the next question goes without the figure
@@ -246,7 +251,7 @@ def test_history_is_passed_on(service: DocLens, fake: FakeOpenAI) -> None:
 
 def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> None:
     updates = run_send(service, question="  ")
-    assert updates == [(gr.skip(),) * 9]
+    assert updates == [(gr.skip(),) * 10]
     assert not fake.requests
 
 
@@ -255,9 +260,11 @@ def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
     gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
     assert [f["id"] for f in figures] == [figure.id]
     assert Path(gallery["value"][0][0]).read_bytes() == Path(figure.path).read_bytes()  # a served copy
-    row, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
-    assert row["visible"] is True and f"figure p{figure.page}" in text and lock["id"] == figure.id
-    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 3
+    row, thumb, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
+    assert row["visible"] is True and lock["id"] == figure.id
+    assert thumb == gallery["value"][0][0], "the chip shows the figure's served copy"
+    assert figure.file in text and f"figure p{figure.page}" in text  # the chip says which figure
+    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 4
     row, lock = handlers.unlock_figure()
     assert row["visible"] is False and lock is None
 
@@ -275,7 +282,7 @@ def test_messages_from_the_browser_are_normalised() -> None:
 @pytest.mark.parametrize("name, expected", [(KB, "already exists"), ("x" * 60, "at most 42")])
 def test_kb_errors_are_status_lines(name: str, expected: str, service: DocLens) -> None:
     status, picker, table, name_box = KBHandlers(service).create(name, KB)
-    assert status.startswith("⚠️") and expected in status
+    assert status.startswith(WARN) and expected in status
     assert picker["value"] == KB and KB in picker["choices"]  # the page stays on the current KB
     assert name_box == gr.skip()
     assert [row[0] for row in table["value"]] == [PHYSICS]
@@ -291,28 +298,25 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     blocks.upload_file_set.add(str(temp))  # as Gradio's /upload route records what it received
     handlers = KBHandlers(service, ReceivedUploads(blocks, tmp_path / "gradio"))
     status, *_ = handlers.create("uploads", KB)
-    assert status.startswith("✅")
-    progress = RecordingProgress()
-    results, table, picker = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}], None,
-                                             progress=progress)
-    assert original in results and "indexed" in results
+    assert status.startswith(icon("ok"))
+    status, table, timer, files = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
+    assert 'class="dl-progress"' in status and timer["active"] is True and files is None
+    job = handlers.jobs.get("", "uploads")
+    assert job is not None and job.done.wait(120)
+    results, table, picker, timer = handlers.poll("uploads")
+    assert original in results and "indexed" in results and timer["active"] is False
     assert [row[0] for row in table["value"]] == [original]
-    assert picker["choices"] == [original] and picker["value"] == original
-    descriptions = [desc for _, desc in progress.calls]
-    assert descriptions[0] == f"file 1 of 1 · {original} · starting"
-    assert any("parse page 2 of 2" in d for d in descriptions)
-    assert all(original in d for d in descriptions[:-1]) and descriptions[-1] == "file 1 of 1 · done"
-    fractions = [fraction for fraction, _ in progress.calls if fraction is not None]
-    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(1.0)
+    assert picker["choices"] == [original] and picker["value"] is None, "nothing is pre-selected for deletion"
     assert [f.file for f in service.figures("uploads")] == [original]
 
 
 def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
     handlers = KBHandlers(service)
-    status, *_ = handlers.upload(KB, [], None, progress=RecordingProgress())
-    assert status.startswith("⚠️") and "PDF" in status
-    status, *_ = handlers.upload(None, [str(SAMPLES / PHYSICS)], None, progress=RecordingProgress())
-    assert status.startswith("⚠️") and "knowledge base" in status
+    status, *rest = handlers.upload(KB, [])
+    assert status.startswith(WARN) and "PDF" in status
+    status, *rest = handlers.upload(None, [str(SAMPLES / PHYSICS)])
+    assert status.startswith(WARN) and "knowledge base" in status
+    assert rest[-1] == gr.skip(), "the chosen files are never dropped"
 
 
 def test_uploaded_files_read_gradio_file_data() -> None:
@@ -328,8 +332,9 @@ def test_progress_text_and_results() -> None:
     assert progress_text(ProgressEvent("done", file_index=2, file_count=2, message="done")) == "file 2 of 2 · done"
     table = results_markdown([IngestResult("a|b.pdf", "indexed", pages=2, chunks=4),
                               IngestResult("b.pdf", "failed", error="encrypted PDF")])
-    assert "a\\|b.pdf" in table and "✅ indexed" in table and "❌ failed" in table and "encrypted PDF" in table
-    assert results_markdown([]).startswith("⚠️")
+    assert "a\\|b.pdf" in table and f"{icon('ok')} indexed" in table and f"{icon('fail')} failed" in table
+    assert "encrypted PDF" in table
+    assert results_markdown([]).startswith(WARN)
 
 
 # ---------------------------------------------------------------- settings and app
@@ -342,7 +347,7 @@ def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fak
     assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
     result = handlers.apply(fake.base_url, "qwen", "", "", "sentence_transformers",
                             "bundled:multilingual-e5-small", "", "", "rapidocr")
-    assert result[0].startswith("✅")
+    assert result[0].startswith(icon("ok"))
     assert service.settings.llm.model == "qwen"
     assert service.settings.llm.api_key.get_secret_value() == API_KEY
     assert API_KEY not in repr(result) and result[4].startswith("set") and result[-2:] == ("", "")
@@ -358,7 +363,7 @@ def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
     before = service.settings
     result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "",
                                              "no-such-engine")
-    assert result[0].startswith("⚠️") and "engine" in result[0]
+    assert result[0].startswith(WARN) and "engine" in result[0]
     assert service.settings is before, "nothing was applied"
 
 
@@ -374,7 +379,7 @@ def test_build_app_has_every_element_id(service: DocLens) -> None:
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
     expected = {"kb-select", "doc-filter", "chatbot", "question", "send", "clear", "sources", "confidence",
                 "summary", "figure-gallery", "figure-lock", "figure-unlock", "kb-new-name", "kb-create",
-                "kb-rename", "kb-delete", "kb-delete-confirm", "upload-files", "upload-start", "upload-cancel",
+                "kb-rename", "kb-delete", "kb-delete-confirmation-yes", "doc-delete-confirmation-yes", "upload-files", "upload-start", "upload-cancel",
                 "ingest-status", "docs-table", "page-preview"}
     assert expected <= ids
     api_names = {fn.api_name for fn in demo.fns.values()}
@@ -382,3 +387,158 @@ def test_build_app_has_every_element_id(service: DocLens) -> None:
     assert all(fn.api_name for fn in demo.fns.values()), "every event needs an explicit api_name"
     kb_active = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "kb-active")
     assert KB in [choice[0] for choice in kb_active.choices]  # built from the real service's list
+
+
+# ---------------------------------------------------------------- issue 12
+
+
+def test_kb_delete_uses_the_name_the_confirmation_showed(service: DocLens) -> None:
+    """Item 1: the service call gets the confirmation's name, never the picker's current value."""
+    handlers = KBHandlers(service)
+    handlers.create("to-delete", KB)
+    row, message, pending = handlers.ask_delete("to-delete")
+    assert row["visible"] is True and "to-delete" in message and pending == "to-delete"
+    status, row, picker, _table, pending = handlers.delete(pending)
+    assert "to-delete" in status and row["visible"] is False and pending is None
+    assert "to-delete" not in picker["choices"] and KB in picker["choices"]
+    assert handlers.close_confirmation()[1] is None  # a new selection drops the pending name
+
+
+def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
+    """Item 2: no document is pre-selected, and deleting one first asks, naming file and KB."""
+    handlers = KBHandlers(service)
+    assert handlers.file_choices(KB)["value"] is None
+    row, message, pending = handlers.ask_delete_document(KB, None)
+    assert row["visible"] is False and pending is None
+    row, message, pending = handlers.ask_delete_document(KB, PHYSICS)
+    assert row["visible"] is True and PHYSICS in message and KB in message
+    assert pending == {"kb": KB, "file": PHYSICS}
+    assert [d.file for d in service.documents(KB)] == [PHYSICS], "asking deletes nothing"
+
+
+def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: Path) -> None:
+    """Item 3: the user's "$5 and $10" and a quoted "(M$)" keep their dollar signs out of KaTeX."""
+    user = run_send(service, question="$5 and $10 是多少钱？")[0][0][-2]
+    assert user["role"] == "user" and "$" not in user["content"] and user["content"].count(CURRENCY_HTML) == 2
+    source = Source("report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |",
+                    relevance=80.0)
+    answer = Answer("", "extractive", 80.0, [source], notice="No language model is configured, so this answer "
+                    "quotes the most relevant passages.", question="revenue by region")
+    rendered = answer_markdown(answer, "en")
+    assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
+
+
+def test_a_new_answer_hides_the_previous_page(service: DocLens) -> None:
+    """Item 5: the page preview is cleared as soon as a new question is asked."""
+    updates = run_send(service)
+    assert updates[0][9] == gr.update(value=None, visible=False)
+
+
+def test_extractive_answers_show_each_passage_once(service: DocLens, data_dir: Path) -> None:
+    """Item 20: without a model, the answer quotes the passages; no second "Sources" block repeats them."""
+    service.reconfigure(make_settings(data_dir))
+    final = run_send(service)[-1]
+    messages = final[0]
+    assert not any(m.get("metadata") for m in messages), "no Sources message under a quoted answer"
+    assert final[2].raw_samples, "the clickable table still lists the sources"
+    text = answer_text([final])
+    assert text.count("[1]") == 1 and "relevance" in text
+
+
+def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path) -> None:
+    """Item 8: Cancel while nothing runs says so; a cancelled job ends in "nothing was stored"."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    job = handlers.jobs.start("", KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None and handlers.attach(KB)[1]["active"] is True, "a reloaded page re-attaches"
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB)
+    assert job.done.wait(60)
+    status, _table, _picker, timer = handlers.poll(KB)
+    assert "Upload cancelled; nothing was stored." in status and timer["active"] is False
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    assert [d.file for d in service.documents(KB)] == [PHYSICS]
+
+
+def slow_ingest(service: DocLens):
+    """The real ingest, started only once the test has cancelled (so the cancel lands on a running job)."""
+    def ingest(kb, paths, *, cancel, **options):
+        cancel.wait(30)
+        return service.ingest(kb, paths, cancel=cancel, **options)
+    return ingest
+
+
+def test_model_preparation_shows_a_banner(service: DocLens) -> None:
+    """Item 9: while the embedding model is prepared the page says so and for how long."""
+    from ui.app import model_banner
+    banner, timer = model_banner(service)
+    assert banner["visible"] is False and timer["active"] is False
+    service.model_state.started()
+    try:
+        banner, timer = model_banner(service)
+        assert banner["visible"] is True and timer["active"] is True
+        assert "Preparing the embedding model" in banner["value"] and "dl-progress" in banner["value"]
+    finally:
+        service.model_state.finished()
+
+
+def test_fresh_install_gets_an_empty_default_kb(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Item 10: the first start creates "Default" (once: deleting it later does not bring it back)."""
+    from ui.app import start_first_run
+    with DocLens(make_settings(tmp_path / "fresh", **model_env(fake.base_url))) as fresh:
+        thread = start_first_run(fresh)
+        assert thread is not None
+        thread.join(120)
+        assert [kb.name for kb in fresh.list_kbs()] == ["Default"]
+        fresh.delete_kb("Default")
+        assert start_first_run(fresh) is None and fresh.list_kbs() == []
+
+
+def test_temporary_evaluation_kbs_are_hidden(service: DocLens) -> None:
+    """Item 14: "eval 20261201-101010" (made and deleted by an evaluation) never shows in a KB list."""
+    service.create_kb("eval 20261201-101010")
+    try:
+        assert "eval 20261201-101010" not in kb_names(service)
+        assert "eval 20261201-101010" in [kb.name for kb in service.list_kbs()]
+    finally:
+        service.delete_kb("eval 20261201-101010")
+
+
+def test_selftest_shows_progress(service: DocLens) -> None:
+    """Item 15: the recall self-test reports each question as it goes."""
+    progress = RecordingProgress()
+    report = KBHandlers(service).selftest(KB, 3, progress=progress)
+    assert "chunk_top1" in report
+    assert [desc for _, desc in progress.calls][-1].startswith("self-test question")
+    assert progress.calls[-1][0] == pytest.approx(1.0)
+
+
+def test_icons_need_no_emoji_font() -> None:
+    """Item 16: every status icon is a plain symbol an installed non-emoji font covers (DejaVu on Debian)."""
+    import subprocess
+    for name, symbol in SYMBOLS.items():
+        assert not 0x1F000 <= ord(symbol) <= 0x1FAFF, name
+        fonts = subprocess.run(["fc-list", f":charset={ord(symbol):x}", "family"], capture_output=True,
+                               text=True).stdout
+        assert fonts.strip() and "emoji" not in fonts.lower(), (name, symbol)
+    emoji = re.compile("[\U0001F000-\U0001FAFF\u2705\u274C\u2B50\uFE0F]")
+    for path in (Path(__file__).resolve().parents[2] / "ui").glob("*.py"):
+        assert not emoji.search(path.read_text(encoding="utf-8")), f"{path.name} still shows emoji"
+
+
+def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fake: FakeOpenAI) -> None:
+    """Item 21: from the second question on, the rewrite is searched beside the user's own words. The
+    recording model "condenses" a physics question into one about the other document of the KB."""
+    if "two docs" not in kb_names(service):
+        service.create_kb("two docs")
+        results = service.ingest("two docs", [SAMPLES / PHYSICS, SAMPLES / "计算机科学示例文档.pdf"])
+        assert [r.status for r in results] == ["indexed", "indexed"], results
+    rewrite = "计算机科学示例文档 讲了哪些算法和数据结构？"
+    assert service.search("two docs", rewrite).sources[0].file != PHYSICS, "the rewrite finds the other file"
+    right = service.search("two docs", QUESTION).sources[0]
+    assert right.file == PHYSICS
+    fake.queue_reply(rewrite)  # the condense request is the first chat call
+    turns = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."}]
+    handlers = ChatHandlers(service)
+    final = [u for u in handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None)][-1]
+    assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
+    assert final[8][0]["file"] == PHYSICS and final[8][0]["text"] == right.text, "the right source comes first"

@@ -21,13 +21,13 @@ from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
                                wait_until_serving)
+from ui.common import ALL_DOCUMENTS  # the doc filter's "all documents" value
 from ui.kb_tab import eval_inputs
 from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused
 
 pytestmark = pytest.mark.slow
 
 KB = "security"
-ALL_DOCUMENTS = "all documents · 全部文档"
 OPERATOR_KEY = "sk-test-ui"  # what tests/ui/conftest.py gives the shared app
 
 
