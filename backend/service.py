@@ -11,6 +11,7 @@ from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.settings import Settings
 from backend.retrieval import text
+from backend.retrieval.doc_scope import Catalogs, scope_for
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
 from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
@@ -32,6 +33,7 @@ class DocLens:
         self._embedder_lock = threading.Lock()
         self._ingest_lock = threading.Lock()
         self._retriever = None
+        self._catalogs = Catalogs()  # what each document can be called, for questions that name one
         self._llm = None
         text.configure(settings.data_dir / "cache")
         self.recover()
@@ -201,7 +203,8 @@ class DocLens:
         include = [self.find_document(kb, doc).doc_id] if doc else None
         excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
-        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top)
+        scope = scope_for(question, self._catalogs.get(kb.collection, kb.registry, excluded), include and include[0])
+        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)
 
     @property
     def retriever(self):

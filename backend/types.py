@@ -155,10 +155,11 @@ class SearchResult:
     sources: list[Source]
     latency_ms: float = 0.0
     queries: list[str] = field(default_factory=list)  # the question and its translations, if any
+    searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": round(self.confidence, 1), "mode": self.mode,
-                "sources": [s.to_dict() for s in self.sources]}
+                "sources": [s.to_dict() for s in self.sources], "searched_in": self.searched_in}
 
 
 @dataclass
@@ -170,8 +171,10 @@ class Answer:
     figure: Optional[Figure] = None
     notice: str = ""  # one line for the user: no model configured, model failed and why, ...
     question: str = ""  # the standalone question that was searched
+    searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "mode": self.mode, "confidence": round(self.confidence, 1),
                 "sources": [s.to_dict() for s in self.sources],
-                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice}
+                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice,
+                "searched_in": self.searched_in}

@@ -10,7 +10,7 @@ from typing import Optional, Sequence
 
 from rapidfuzz import fuzz
 
-from backend.retrieval.text import normalize, query_entities, query_terms
+from backend.retrieval.text import normalize, query_entities, query_terms, searchable
 from backend.settings import RerankSettings
 from backend.types import Source
 
@@ -37,7 +37,7 @@ def keyword_score(question: str, text: str, idf: Optional[dict[str, float]] = No
     terms = query_terms(question)
     if not terms:
         return 0.0
-    haystack = normalize(text)
+    haystack = searchable(text)
     weights = [math.log1p(len(t)) * (idf.get(t, 1.0) if idf else 1.0) for t in terms]
     total = sum(weights)
     if total <= 0:
@@ -48,7 +48,7 @@ def keyword_score(question: str, text: str, idf: Optional[dict[str, float]] = No
 
 def candidate_idf(question: str, texts: Sequence[str]) -> dict[str, float]:
     """BM25-style inverse document frequency of the question's words within the candidate pool."""
-    haystacks = [normalize(t) for t in texts]
+    haystacks = [searchable(t) for t in texts]
     n = len(haystacks)
     idf = {}
     for term in query_terms(question):
@@ -61,7 +61,7 @@ def entity_score(question: str, text: str) -> float:
     entities = query_entities(question)
     if not entities:
         return 0.0
-    haystack = normalize(text)
+    haystack = searchable(text)
     return 100.0 * sum(1 for e in entities if e in haystack) / len(entities)
 
 

@@ -51,3 +51,14 @@ def test_ingest_speed_splits_native_and_scanned_documents():
 def test_probe_sentence_is_a_real_sentence():
     text = "短句。这是一个比较长的句子，用来测试自检功能是否正常工作。结尾"
     assert probe_sentence(text) == "这是一个比较长的句子，用来测试自检功能是否正常工作。"
+
+
+def test_page_mrr_scores_sets_without_answers():
+    """arxiv-dev has empty ``answers``: the page is the metric (hit@k and an MRR on pages)."""
+    question = {**QUESTION, "answers": []}
+    sources = [src("a.pdf", 1, "title page"), src("b.pdf", 2, "other paper"), src("a.pdf", 2, "gold")]
+    m = question_metrics(sources, question)
+    assert m["hit@1"] == 0.0 and m["hit@5"] == 1.0
+    assert m["page_mrr@10"] == pytest.approx(1 / 3)
+    assert m["answer_hit@5"] == 0.0 and m["mrr@10"] == 0.0
+    assert question_metrics([], question)["page_mrr@10"] == 0.0
