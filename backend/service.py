@@ -252,6 +252,7 @@ class DocLens:
         for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
                                               searched_question=standalone):
             if update.done and update.answer is not None:
+                update.answer.searched_in = result.searched_in
                 yield update.answer
             elif update.delta:
                 yield update.delta

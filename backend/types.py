@@ -137,6 +137,7 @@ class Source:
     similarity: Optional[float] = None  # cosine similarity question/chunk
     rrf: float = 0.0
     chunk_id: str = ""
+    kind: str = "text"  # the chunk's kind: "text", "references", "table" or "equation"
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "page": self.page, "page_end": self.page_end, "text": self.text,
@@ -144,7 +145,7 @@ class Source:
                 "scores": {k: round(v, 2) for k, v in self.scores.items()},
                 "dense_rank": self.dense_rank, "keyword_rank": self.keyword_rank,
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
-                "chunk_index": self.chunk_index}
+                "chunk_index": self.chunk_index, "kind": self.kind}
 
 
 @dataclass

@@ -59,6 +59,8 @@ def answer_markdown(answer: Answer) -> str:
     text = protect_currency(answer.answer)
     if answer.notice and answer.notice not in answer.answer:  # extractive answers already open with it
         text += f"\n\n> ℹ️ {protect_currency(answer.notice)}"
+    if answer.searched_in:  # the question named its document: say where it was searched
+        text += f"\n\n> 🔎 {bi('searched in', '检索范围')}: {protect_currency(answer.searched_in)}"
     return text
 
 

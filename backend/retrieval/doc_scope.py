@@ -33,7 +33,7 @@ _PAGE_HINTS = (re.compile(r"\(\s*P\.?\s*(\d{1,4})\s*\)"),
 _FRAME_BEFORE = re.compile(r"(?:\b(?:in|from|of|by|according to|within|for|about)\s+)?(?:the\s+)?"
                            r"(?:(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"
                            r"(?:\b(?:titled|entitled|named|called)\s*)?[:\s“\"'‘「《(]*$", re.IGNORECASE)
-_FRAME_AFTER = re.compile(r"^[\s”\"'’」》)]*(?:\.pdf\b)?[\s”\"'’」》)]*"
+_FRAME_AFTER = re.compile(r"^(?:[\s”\"'’」》)]|\.pdf\b|\(\s*P\.?\s*\d{1,4}\s*\))*"
                           r"(?:(?:document|paper|article|file|pdf|report|study)\b)?", re.IGNORECASE)
 # A title phrase names a document when it is this long in content words (and says something the other
 # documents' names do not).
@@ -147,8 +147,10 @@ def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     document_frequency = _title_word_frequency(catalog)
     best_score, best = 0.0, []
     for entry in catalog:
-        for title in entry.titles:
-            found = _title_run(words, title, document_frequency, len(catalog))
+        for number, title in enumerate(entry.titles):
+            # one coined word names a document only in its file name's title: a first page's lines also
+            # hold company, journal and author names
+            found = _title_run(words, title, document_frequency, len(catalog), single_word=number == 0)
             if found and found[0] > best_score + 1e-9:
                 best_score, best = found[0], [(entry, found[1])]
             elif found and abs(found[0] - best_score) <= 1e-9 and entry not in [b[0] for b in best]:
@@ -166,33 +168,40 @@ def _title_word_frequency(catalog: Sequence[CatalogEntry]) -> dict[str, int]:
     return frequency
 
 
-def _title_run(words, title: str, frequency: dict[str, int], documents: int):
-    """(score, span) of the longest run of ``title``'s words found in ``words`` in the same order."""
+def _title_run(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
+    """(score, span) of the best run of ``title``'s words that the question repeats in the same order and
+    that is a name: long and distinctive enough, or one coined word (LCSTS); None if there is none."""
     title_words = [w.casefold() for w in _WORD.findall(title)]
     content = [w for w in title_words if _is_content(w)]
-    if not content:
-        return None
     best = None
+    for start, end in _common_runs(words, title_words) if content else []:
+        run = words[start:end]
+        run_content = [w for w, _, _ in run if _is_content(w)]
+        rare = any(frequency.get(w, 0) == 1 for w in run_content)
+        names_a_thing = single_word and len(run) == 1 and rare and _looks_like_a_name(run[0][2])
+        long_enough = (rare and len(run_content) >= _MIN_PHRASE_WORDS
+                       and len(run_content) >= _MIN_TITLE_SHARE * len(content))
+        if names_a_thing or long_enough:
+            score = sum(math.log(1 + documents / frequency.get(w, 1)) for w in run_content)
+            if best is None or score > best[0]:
+                best = (score, (run[0][1][0], run[-1][1][1]))
+    return best
+
+
+def _common_runs(words, title_words: list[str]) -> list[tuple[int, int]]:
+    """Maximal runs words[start:end] equal to a stretch of ``title_words``."""
+    runs = set()
     for start in range(len(words)):
         for offset in range(len(title_words)):
+            if start and offset and words[start - 1][0] == title_words[offset - 1]:
+                continue  # not maximal: the run starting one word earlier holds it
             length = 0
             while (start + length < len(words) and offset + length < len(title_words)
                    and words[start + length][0] == title_words[offset + length]):
                 length += 1
-            if length and (best is None or length > best[1] - best[0]):
-                best = (start, start + length)
-    if best is None:
-        return None
-    run = words[best[0]:best[1]]
-    run_content = [w for w, _, _ in run if _is_content(w)]
-    rare = [w for w in run_content if frequency.get(w, 0) == 1]
-    names_a_thing = len(run) == 1 and _looks_like_a_name(run[0][2]) and rare
-    long_enough = (len(run_content) >= _MIN_PHRASE_WORDS
-                   and len(run_content) >= _MIN_TITLE_SHARE * len(content) and rare)
-    if not (names_a_thing or long_enough):
-        return None
-    score = sum(math.log(1 + documents / frequency.get(w, 1)) for w in run_content)
-    return score, (run[0][1][0], run[-1][1][1])
+            if length:
+                runs.add((start, start + length))
+    return sorted(runs)
 
 
 def _is_content(word: str) -> bool:

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from rapidfuzz import fuzz
 
+from backend.retrieval.kinds import kind_factor
 from backend.retrieval.text import normalize, query_entities, query_terms, searchable
 from backend.settings import RerankSettings
 from backend.types import Source
@@ -104,4 +105,5 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings)
             "entity": entity_score(question, source.text),
         }
         source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
+        source.relevance *= kind_factor(question, source.kind)
     return sorted(candidates, key=lambda s: -s.relevance)

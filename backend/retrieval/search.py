@@ -13,7 +13,7 @@ from backend.retrieval.confidence import confidence
 from backend.retrieval.doc_scope import Scope, named_pages_first, narrowed
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
 from backend.retrieval.rerank import rerank, semantic_score
-from backend.retrieval.text import is_chinese
+from backend.retrieval.text import is_chinese, keyword_query
 from backend.settings import Settings
 from backend.store.base import Hit, SearchFilter, VectorStore
 from backend.types import SearchResult, Source
@@ -47,7 +47,8 @@ class Retriever:
         vectors = self.embedder.embed_queries(queries)
         dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
                        if mode != "keyword" else [])
-        keyword_lists = ([self.store.keyword_search(collection, q, cfg.keyword_top_n, where) for q in queries]
+        keyword_lists = ([self.store.keyword_search(collection, keyword_query(q), cfg.keyword_top_n, where)
+                          for q in queries]
                          if mode != "dense" else [])
         candidates = _collect(dense_lists, keyword_lists)
         named_pages = self._named_page_sources(collection, scope, candidates)
@@ -156,4 +157,4 @@ def _collect(dense_lists: list[list[Hit]], keyword_lists: list[list[Hit]]) -> di
 def _source(hit: Hit) -> Source:
     row = hit.row
     return Source(file=row.filename, doc_id=row.doc_id, page=row.page, page_end=row.page_end,
-                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id)
+                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id, kind=row.kind)
