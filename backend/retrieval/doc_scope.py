@@ -35,6 +35,9 @@ _FRAME_BEFORE = re.compile(r"(?:\b(?:in|from|of|by|according to|within|for|about
                            r"(?:\b(?:titled|entitled|named|called)\s*)?[:\s“\"'‘「《(]*$", re.IGNORECASE)
 _FRAME_AFTER = re.compile(r"^(?:[\s”\"'’」》)]|\.pdf\b|\(\s*P\.?\s*\d{1,4}\s*\))*"
                           r"(?:(?:document|paper|article|file|pdf|report|study)\b)?", re.IGNORECASE)
+_NAME_WORDS = r"(?:document|paper|article|file|pdf|report|study|manuscript|titled|entitled|named|called)"
+_NAMED_BEFORE = re.compile(rf"(?:\b{_NAME_WORDS}\s*[:“\"'‘「《(]*|[“\"‘「《])\s*$", re.IGNORECASE)
+_NAMED_AFTER = re.compile(rf"^\s*(?:[”\"’」》]|\.pdf\b|{_NAME_WORDS}\b)", re.IGNORECASE)
 # A title phrase names a document when it is this long in content words (and says something the other
 # documents' names do not).
 _MIN_PHRASE_WORDS = 2
@@ -44,11 +47,12 @@ _NAME_WORD_MIN_CHARS = 3
 
 @dataclass(frozen=True)
 class CatalogEntry:
-    """What one document can be called: its file name, its arXiv id (if any) and its title lines."""
+    """What one document can be called: its file name, its arXiv id (if any), the title its file name
+    gives, and title-like lines from the top of its first page."""
     doc_id: str
     file: str
     arxiv_ids: tuple[str, ...] = ()
-    titles: tuple[str, ...] = ()
+    titles: tuple[str, ...] = ()  # [0]: from the file name; the rest: from the first page
 
 
 @dataclass
@@ -73,8 +77,18 @@ def catalog_entry(doc_id: str, file: str, first_page: str = "") -> CatalogEntry:
     head = first_page[:3000]
     ids |= {m.group(1) for m in re.finditer(r"arXiv:\s*(\d{4}\.\d{4,5})", head)}
     titles = [re.sub(r"[_\s]+", " ", _ARXIV_ID.sub("", stem)).strip(" -–_")]
-    titles += [line.strip() for line in head.splitlines()[:8] if 3 <= len(_WORD.findall(line)) <= 25][:3]
+    titles += [line.strip() for line in head.splitlines()[:8] if _looks_like_a_title(line)][:2]
     return CatalogEntry(doc_id, file, tuple(sorted(ids)), tuple(t for t in titles if t))
+
+
+def _looks_like_a_title(line: str) -> bool:
+    """A heading line: 3-15 words, mostly capitalised (or Chinese), not ending like a sentence."""
+    words = _WORD.findall(line)
+    if not 3 <= len(words) <= 15 or line.rstrip().endswith((".", ",", ";", ":", "。", "，")):
+        return False
+    capitalised = sum(1 for w in words if w[0].isupper() or not w[0].isascii())
+    content = sum(1 for w in words if w.casefold() not in ENGLISH_STOPWORDS)
+    return capitalised >= max(2, 0.8 * content)
 
 
 def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope]:
@@ -92,6 +106,11 @@ def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope
             rest, pages = _rest_of_question(text, spans)
             return Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, reason)
     return None
+
+
+def _is_framed(text: str, start: int, end: int) -> bool:
+    """Whether a name is said as a name: quoted, or next to "paper", "document", "titled", ".pdf"."""
+    return bool(_NAMED_BEFORE.search(text[max(0, start - 40):start]) or _NAMED_AFTER.match(text[end:end + 40]))
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -148,9 +167,11 @@ def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     best_score, best = 0.0, []
     for entry in catalog:
         for number, title in enumerate(entry.titles):
-            # one coined word names a document only in its file name's title: a first page's lines also
-            # hold company, journal and author names
+            # A first page's lines also hold section, company and journal names: taken from there, a title
+            # counts only when the question says it as a name, and never as a single word.
             found = _title_run(words, title, document_frequency, len(catalog), single_word=number == 0)
+            if found and number > 0 and not _is_framed(text, *found[1]):
+                found = None
             if found and found[0] > best_score + 1e-9:
                 best_score, best = found[0], [(entry, found[1])]
             elif found and abs(found[0] - best_score) <= 1e-9 and entry not in [b[0] for b in best]:

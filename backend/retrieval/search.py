@@ -13,7 +13,7 @@ from backend.retrieval.confidence import confidence
 from backend.retrieval.doc_scope import Scope, named_pages_first, narrowed
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
 from backend.retrieval.rerank import rerank, semantic_score
-from backend.retrieval.text import is_chinese, keyword_query
+from backend.retrieval.text import is_chinese
 from backend.settings import Settings
 from backend.store.base import Hit, SearchFilter, VectorStore
 from backend.types import SearchResult, Source
@@ -47,8 +47,7 @@ class Retriever:
         vectors = self.embedder.embed_queries(queries)
         dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
                        if mode != "keyword" else [])
-        keyword_lists = ([self.store.keyword_search(collection, keyword_query(q), cfg.keyword_top_n, where)
-                          for q in queries]
+        keyword_lists = ([self.store.keyword_search(collection, q, cfg.keyword_top_n, where) for q in queries]
                          if mode != "dense" else [])
         candidates = _collect(dense_lists, keyword_lists)
         named_pages = self._named_page_sources(collection, scope, candidates)

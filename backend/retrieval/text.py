@@ -122,20 +122,3 @@ def is_chinese(text: str) -> bool:
     letters = sum(1 for ch in text if ch.isalpha())
     return letters > 0 and cjk / letters >= 0.3
 
-
-_KEYWORD_CASE_WORD = re.compile(r"[A-Za-z][A-Za-z\-]+")
-
-
-def keyword_query(question: str) -> str:
-    """The text sent to the BM25 search: the question plus the other case forms of its content words.
-
-    The store's analyzer keeps case, so "acknowledgments" would not find the heading "Acknowledgments";
-    lower-case and capitalised forms are added once each (stop words not)."""
-    extra: list[str] = []
-    for word in _KEYWORD_CASE_WORD.findall(question):
-        if word.lower() in ENGLISH_STOPWORDS:
-            continue
-        for variant in (word.lower(), word[0].upper() + word[1:].lower()):
-            if variant != word and variant not in extra:
-                extra.append(variant)
-    return question + (" " + " ".join(extra) if extra else "")
