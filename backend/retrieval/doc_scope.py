@@ -139,9 +139,14 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
         stem = PurePath(entry.file).stem.casefold()
         if len(stem) < 4:  # "a.pdf" would be found in every other question
             continue
-        start = lowered.find(stem)
-        if start >= 0:
-            best.append((start, start + len(stem), entry))
+        for match in re.finditer(rf"(?<!\w){re.escape(stem)}(?!\w)", lowered):
+            start, end = match.span()
+            # a file called after one plain word ("report.pdf") is named only as a file or in quotes
+            if stem.isalpha() and not (
+                    _looks_like_a_name(text[start:end]) or _is_framed(text, start, end)):
+                continue
+            best.append((start, end, entry))
+            break
     if not best:
         return None
     longest = max(end - start for start, end, _ in best)
@@ -163,10 +168,13 @@ def _by_arxiv_id(text: str, catalog: Sequence[CatalogEntry]):
 def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     """The longest run of a title's words the question repeats, if it is distinctive enough to be a name."""
     words = [(m.group().casefold(), m.span(), m.group()) for m in _WORD.finditer(text)]
+    asked = {w for w, _, _ in words if _is_content(w)}
     document_frequency = _title_word_frequency(catalog)
     best_score, best = 0.0, []
     for entry in catalog:
         for number, title in enumerate(entry.titles):
+            if asked.isdisjoint(w.casefold() for w in _WORD.findall(title)):
+                continue  # most titles share no word with the question: skip the run search
             # A first page's lines also hold section, company and journal names: taken from there, a title
             # counts only when the question says it as a name, and never as a single word.
             found = _title_run(words, title, document_frequency, len(catalog), single_word=number == 0)

@@ -64,6 +64,16 @@ def test_words_shared_by_several_titles_or_plain_words_do_not_scope():
     assert files("What does the scan show about ACME?", SCANNED) == []
 
 
+def test_file_names_match_whole_words_and_plain_word_names_only_as_names():
+    catalog = [catalog_entry("b", "BERT.pdf"), catalog_entry("r", "report.pdf"), catalog_entry("n", "notes_2024.pdf")]
+    assert files("How does RoBERTa differ from ALBERT?", catalog) == []
+    assert files("What does BERT pre-train on?", catalog) == ["BERT.pdf"]
+    assert files("What does the report say about costs?", catalog) == []
+    assert files('What does "report" say about costs?', catalog) == ["report.pdf"]
+    assert files("What does report.pdf say about costs?", catalog) == ["report.pdf"]
+    assert files("Summarise notes_2024 for me", catalog) == ["notes_2024.pdf"]
+
+
 def test_a_title_from_the_first_page_names_a_file_called_anything_when_said_as_a_name():
     assert files('What does the report "ACME Corporation Annual Results 2024" say about services?', SCANNED) \
         == ["scan_0001.pdf"]
