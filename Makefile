@@ -20,8 +20,9 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.runtime: requirements.txt | $(BIN)/python
+$(VENV)/.runtime: requirements.txt requirements-nodeps.txt | $(BIN)/python
 	$(BIN)/pip install -r requirements.txt
+	$(BIN)/pip install --no-deps -r requirements-nodeps.txt
 	touch $@
 
 $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime

@@ -13,7 +13,7 @@ from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
 
 log = logging.getLogger("doclens")
-COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "search", "ask", "summary", "eval",
+COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "bench-layout", "bench-corpus", "search", "ask", "summary", "eval",
             "calibrate", "selftest"}
 
 
@@ -126,6 +126,12 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_ingest)
+    p = sub.add_parser("bench-layout", parents=[common], help="reading order on generated 2- and 3-column pages")
+    p.add_argument("--native-only", action="store_true", help="skip the scanned copies (OCR)")
+    p.set_defaults(handler=lambda args, settings: _print_bench("run_layout_bench", settings, scanned=not args.native_only))
+    p = sub.add_parser("bench-corpus", parents=[common], help="ingest PDFs: count indexed, named and unexpected failures")
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.set_defaults(handler=lambda args, settings: _print_bench("ingest_corpus", settings, paths=[Path(p) for p in args.paths]))
 
 
 def _add_question_commands(sub, common) -> None:
@@ -280,6 +286,13 @@ def cmd_bench_ingest(args, settings: Settings) -> int:
     for key, value in report.items():
         print(f"{key:24} {value}")
     _write_json(args.json, report)
+    return 0
+
+
+def _print_bench(name: str, settings: Settings, **options) -> int:
+    from backend import layout_bench
+    report = getattr(layout_bench, name)(settings, **options)
+    print(layout_bench.format_report(report))
     return 0
 
 

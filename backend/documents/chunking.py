@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
+from backend.documents.equations import is_equation_text
 from backend.documents.layout import CJK_CHAR
 from backend.types import Chunk, PageText
 
@@ -19,6 +20,13 @@ _MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.DOTALL)
 _SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)]*\s*|[.!?]+[\"'”’)\]]*\s+")
 _SOFT_BREAK = re.compile(r"[\s，,、；;：:]")
 _TABLE_RULE = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
+_REFERENCES_HEADING = re.compile(
+    r"^(?:(?:\d+|[IVX]+|[A-Z])\.?\s*)?(?:references|bibliography|literature cited|works cited|参考文献|參考文獻)"
+    r"(?:\s*[:：])?(?=\s*$|\s+\[1\]|\s+1\.\s)", re.IGNORECASE)
+_AFTER_REFERENCES = re.compile(r"^(?:(?:[A-Z]|\d+)\.?\s+)?(?:appendix|appendices|supplementary|附录|附錄)\b",
+                               re.IGNORECASE)
+_ENTRY = re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.\s+\S)")
+_YEAR = re.compile(r"\b(?:19|20)\d\d[a-z]?\b")
 _TERMINAL = re.compile(r"[。！？.!?:：;；\"”’」』)）|$]\s*$")
 
 
@@ -29,6 +37,7 @@ class _Unit:
     kind: str  # sentence | math | table
     new_paragraph: bool  # starts a paragraph (joined with a blank line), else continues the previous unit
     carried: bool = False  # repeated from the previous chunk as overlap
+    references: bool = False  # part of the bibliography
 
 
 def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chunk]:
@@ -37,6 +46,7 @@ def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chun
         raise ValueError("chunk size must be positive")
     overlap = max(0, min(overlap, size // 2))
     units = [u for page in pages for u in _page_units(page, size)]
+    mark_references(units)
     return _Packer(size, overlap).pack(units)
 
 
@@ -45,7 +55,7 @@ def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chun
 def _page_units(page: PageText, size: int) -> list[_Unit]:
     units: list[_Unit] = []
     for block in _blocks(page.text):
-        if block.startswith("$$"):
+        if block.startswith("$$") or is_equation_text(block):  # a display equation: one unit, never split
             units.append(_Unit(block, page.page, "math", True))
         elif _is_table(block):
             units += [_Unit(t, page.page, "table", True) for t in _split_table(block, size)]
@@ -134,6 +144,39 @@ def _hard_split(sentence: str, size: int) -> list[str]:
     return pieces
 
 
+# -------------------------------------------------------------------------------------- bibliography
+
+def mark_references(units: Sequence[_Unit]) -> None:
+    """Units of the bibliography: from a "References" / "参考文献" heading to the end (or an appendix), or,
+    without a heading, a run of at least three numbered entries with years that ends the document."""
+    heading = next((i for i in range(len(units) - 1, -1, -1)
+                    if units[i].new_paragraph and _REFERENCES_HEADING.match(units[i].text.strip())), None)
+    start = heading if heading is not None else _trailing_entries(units)
+    if start is None:
+        return
+    for unit in units[start:]:
+        if unit.new_paragraph and _AFTER_REFERENCES.match(unit.text.strip()):
+            break
+        unit.references = True
+
+
+def _trailing_entries(units: Sequence[_Unit]) -> int | None:
+    starts = [i for i, u in enumerate(units) if u.new_paragraph]
+    first = None
+    for i in reversed(starts):
+        paragraph = "".join(u.text for u in units[i:_next_start(starts, i, len(units))])
+        if not (_ENTRY.match(paragraph) and _YEAR.search(paragraph)):
+            break
+        first = i
+    entries = sum(1 for i in starts if first is not None and i >= first)
+    return first if entries >= 3 else None
+
+
+def _next_start(starts: Sequence[int], i: int, end: int) -> int:
+    later = [s for s in starts if s > i]
+    return later[0] if later else end
+
+
 # ------------------------------------------------------------------------------------------ packing
 
 class _Packer:
@@ -146,9 +189,12 @@ class _Packer:
     def pack(self, units: Sequence[_Unit]) -> list[Chunk]:
         current: list[_Unit] = []
         for unit in units:
+            if current and unit.references != current[-1].references:
+                self._emit(current)  # the bibliography never shares a chunk with the body
+                current = []
             if current and unit.page != current[-1].page:
                 if _continues(current[-1], unit):
-                    unit = _Unit(unit.text, unit.page, unit.kind, False)
+                    unit = _Unit(unit.text, unit.page, unit.kind, False, references=unit.references)
                 elif len(_join(current)) >= self.min_chunk or self._fits_previous(current):
                     self._emit(current)
                     current = []
@@ -159,13 +205,15 @@ class _Packer:
             current.append(unit)
         if current:
             self._emit(current, last=True)
-        return [Chunk(text=text, page=units_[0].page, page_end=units_[-1].page, chunk_index=i)
+        return [Chunk(text=text, page=units_[0].page, page_end=units_[-1].page, chunk_index=i, kind=_kind(units_))
                 for i, (units_, text) in enumerate(self.chunks)]
 
     def _fits_previous(self, units: list[_Unit], any_page: bool = False) -> bool:
         if not self.chunks:
             return False
         previous_units, _ = self.chunks[-1]
+        if previous_units[-1].references != units[0].references:
+            return False
         return (any_page or previous_units[-1].page == units[0].page) and \
             len(_join(previous_units + units)) <= self.size + self.min_chunk
 
@@ -190,14 +238,24 @@ class _Packer:
         for unit in reversed(current[1:]):
             if unit.kind != "sentence" or len(_join([unit] + carried)) > self.overlap:
                 break
-            carried.insert(0, _Unit(unit.text, unit.page, unit.kind, unit.new_paragraph, carried=True))
+            carried.insert(0, _Unit(unit.text, unit.page, unit.kind, unit.new_paragraph, carried=True,
+                                    references=unit.references))
         if not carried and current[-1].kind == "sentence":
             tail = _tail(current[-1].text, self.overlap)
             if tail:
-                carried = [_Unit(tail, current[-1].page, "sentence", False, carried=True)]
+                carried = [_Unit(tail, current[-1].page, "sentence", False, carried=True,
+                                 references=current[-1].references)]
         if carried and len(_join(carried + [following])) > self.size:
             return []
         return carried
+
+
+def _kind(units: Sequence[_Unit]) -> str:
+    """references, equation (mostly display equations), else text."""
+    if units[0].references:
+        return "references"
+    math = sum(len(u.text) for u in units if u.kind == "math")
+    return "equation" if math >= 0.5 * sum(len(u.text) for u in units) else "text"
 
 
 def _tail(text: str, limit: int) -> str:

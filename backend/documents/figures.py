@@ -86,14 +86,38 @@ def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
         chars = [c for ln in lines for c in ln.chars]
         taken = [b for b, _ in boxes] + list(excluded)
         boxes += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
-    boxes = [(b, kind) for b, kind in boxes if _big_enough(b, min_px, dpi)]
+    visible = page_box(page)
+    boxes = [(clamped, kind) for b, kind in boxes
+             if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
     figures = []
     used_captions: set[int] = set()
-    for index, (box, kind) in enumerate(boxes, start=1):
+    for box, kind in boxes:
+        try:
+            image = render_region(page, box, dpi)
+        except (ValueError, pdfium.PdfiumError) as exc:  # one bad figure must not cost the document
+            log.warning("page %d: figure at %s skipped (%s)", page_no, [round(v) for v in box], exc)
+            continue
         caption = _caption_for(box, lines, used_captions)
-        figures.append(PageFigure(page_no, index, box, kind, render_region(page, box, dpi), caption))
+        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption))
     return figures
+
+
+def page_box(page: pdfium.PdfPage) -> BBox:
+    """The visible part of the page in PDF user space: the CropBox (within the MediaBox), which need not
+    start at 0, 0."""
+    media = page.get_mediabox()
+    crop = page.get_cropbox()
+    box = (max(media[0], crop[0]), max(media[1], crop[1]), min(media[2], crop[2]), min(media[3], crop[3]))
+    return box if box[2] > box[0] and box[3] > box[1] else tuple(media)
+
+
+def clamp_box(box: BBox, visible: BBox) -> Optional[BBox]:
+    """``box`` cut to the visible page; None when nothing of it is on the page."""
+    clamped = (max(box[0], visible[0]), max(box[1], visible[1]), min(box[2], visible[2]), min(box[3], visible[3]))
+    if clamped[2] - clamped[0] < 1.0 or clamped[3] - clamped[1] < 1.0:
+        return None
+    return clamped
 
 
 def _image_regions(images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float,
@@ -239,11 +263,23 @@ def _nearest_line(box: BBox, lines: Sequence[TextLine], used: set[int], accept) 
 
 
 def render_region(page: pdfium.PdfPage, box: BBox, dpi: int) -> Image.Image:
-    """Render just ``box`` of the page (so overlays, masks and rotation come out as printed)."""
-    width, height = page.get_size()
-    crop = (max(0.0, box[0]), max(0.0, box[1]), max(0.0, width - box[2]), max(0.0, height - box[3]))
-    bitmap = page.render(scale=dpi / 72.0, crop=crop)
+    """Render just ``box`` (PDF user space) of the page, so overlays, masks and rotation come out as printed.
+    The box is cut to the visible page first; ValueError when nothing of it is visible."""
+    visible = page_box(page)
+    clamped = clamp_box(box, visible)
+    if clamped is None:
+        raise ValueError(f"the box {[round(v, 1) for v in box]} is outside the page")
+    margins = (clamped[0] - visible[0], clamped[1] - visible[1], visible[2] - clamped[2], visible[3] - clamped[3])
+    bitmap = page.render(scale=dpi / 72.0, crop=_rotated(margins, page.get_rotation()))
     try:
         return bitmap.to_pil().convert("RGB")
     finally:
         bitmap.close()
+
+
+def _rotated(margins: tuple[float, float, float, float], rotation: int) -> tuple[float, float, float, float]:
+    """Crop margins (left, bottom, right, top) of the unrotated page as pypdfium2 wants them: after /Rotate
+    (clockwise)."""
+    left, bottom, right, top = margins
+    return {90: (bottom, right, top, left), 180: (right, top, left, bottom),
+            270: (top, left, bottom, right)}.get(rotation % 360, margins)

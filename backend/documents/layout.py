@@ -5,19 +5,27 @@ Coordinates are PDF points with the origin at the bottom left, as pdfium reports
 
 from __future__ import annotations
 
+import ctypes
 import re
 import statistics
+import unicodedata
 from dataclasses import dataclass, field
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Iterator, Optional, Sequence
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
+
+from backend.documents.reading_order import reading_leaves
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 
 # CJK ideographs, kana and full-width forms: text that is written without spaces between words.
 CJK_CHAR = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
+# cmex10 code positions of the big operators (text and display sizes) and radicals
+_CMEX = {"P": "∑", "X": "∑", "Q": "∏", "Y": "∏", "R": "∫", "Z": "∫", "S": "⋃", "[": "⋃", "T": "⋂", "\\": "⋂",
+         "H": "∮", "I": "∮", "p": "√", "q": "√", "r": "√", "s": "√"}
+_STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
 
 
 @dataclass
@@ -35,6 +43,8 @@ class TextLine:
     size: float = 0.0
     chars: list[Char] = field(default_factory=list, repr=False)
     block: bool = False
+    column: int = 0  # which column region of the page (0: the full width), set by order_lines
+    equation: bool = False  # a display equation line (equations.mark_equations): a paragraph of its own
 
     @property
     def x0(self) -> float:
@@ -75,28 +85,96 @@ def is_visible_char(ch: str) -> bool:
     return code >= 0x20 and not (0xE000 <= code <= 0xF8FF) and code < 0xF0000
 
 
-def read_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
-    """The page's text lines in reading order (top to bottom, then left to right)."""
-    raw_lines = _lines_from_chars(textpage)
-    return order_lines(raw_lines)
+def read_lines(textpage: pdfium.PdfTextPage, obstacles: Sequence[BBox] = ()) -> list[TextLine]:
+    """The page's text lines in reading order (columns, full-width blocks; see reading_order).
+    ``obstacles``: image boxes, which take part in finding columns and full-width blocks."""
+    return order_lines(_lines_from_chars(textpage), obstacles)
 
 
 def _lines_from_chars(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     # FPDFText_GetUnicode is per char index, so text and boxes stay aligned (get_text_range is UCS-2 only).
-    handle = textpage.raw
+    # pdfium's own line breaks are not enough: it runs wrapped lines together (with U+FFFE where it
+    # took a hyphen away), so a line also ends where the next glyph leaves its row.
     lines: list[TextLine] = []
     current: list[Char] = []
-    for index in range(textpage.count_chars()):
-        ch = chr(pdfium_c.FPDFText_GetUnicode(handle, index))
-        if ch in "\r\n":
-            if ch == "\n":
-                _close_line(current, lines)
-                current = []
+    band: Optional[list[float]] = None  # bottom and top of the current line's glyphs so far
+    for char in _page_chars(textpage):
+        if char is None or not char.text.isspace() and band is not None and _leaves_row(current, band, char):
+            _close_line(current, lines)
+            current, band = [], None
+        if char is None:
             continue
-        box = textpage.get_charbox(index)
-        current.append(Char(ch, box, pdfium_c.FPDFText_GetFontSize(handle, index)))
+        current.append(char)
+        if not char.text.isspace():
+            band = [min(band[0], char.box[1]), max(band[1], char.box[3])] if band else [char.box[1], char.box[3]]
     _close_line(current, lines)
     return lines
+
+
+def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
+    """The page's chars (None at a line break): surrogate pairs combined, math letters and ligatures
+    folded (NFKC: 𝜎 reads as σ), control chars dropped unless they are drawn as a hyphen."""
+    handle = textpage.raw
+    count = textpage.count_chars()
+    index = 0
+    while index < count:
+        code = pdfium_c.FPDFText_GetUnicode(handle, index)
+        box = textpage.get_charbox(index)
+        size = pdfium_c.FPDFText_GetFontSize(handle, index)
+        index += 1
+        if 0xD800 <= code < 0xDC00:
+            low = pdfium_c.FPDFText_GetUnicode(handle, index) if index < count else 0
+            if not 0xDC00 <= low < 0xE000:
+                continue  # a lone surrogate is no text
+            code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+            index += 1
+        elif 0xDC00 <= code < 0xE000:
+            continue
+        if code == 0x0A:
+            yield None
+        elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
+            yield Char("-", box, size)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
+        elif code >= 0x20 and code != 0xFFFF:
+            ch = chr(code)
+            if ch in _CMEX and _font_name(handle, index - 1).upper().endswith(("CMEX10", "CMEX9", "CMEX8", "CMEX7")):
+                ch = _CMEX[ch]  # TeX's big operators without a Unicode map read as their code's letter
+            yield Char(fold_char(ch), box, size)
+
+
+def _font_name(handle, index: int) -> str:
+    buffer = ctypes.create_string_buffer(96)
+    flags = ctypes.c_int(0)
+    pdfium_c.FPDFText_GetFontInfo(handle, index, buffer, 96, ctypes.byref(flags))
+    return buffer.value.decode("latin-1", "replace").split("+")[-1]
+
+
+def _hyphen_shaped(box: BBox, size: float) -> bool:
+    """An unmapped glyph (a control code) drawn as a short flat bar: the hyphen of a broken word."""
+    width, height = box[2] - box[0], box[3] - box[1]
+    return 0 < height < 0.15 * max(size, 1.0) and height < 0.5 * width < size
+
+
+def fold_char(ch: str) -> str:
+    """Mathematical alphanumerics and Latin ligatures as the plain letters they show (NFKC), nothing else:
+    full-width CJK punctuation keeps its form."""
+    code = ord(ch)
+    if 0x1D400 <= code <= 0x1D7FF or 0xFB00 <= code <= 0xFB06:
+        return unicodedata.normalize("NFKC", ch)
+    return ch
+
+
+def _leaves_row(current: Sequence[Char], band: Sequence[float], char: Char) -> bool:
+    """The glyph starts a new line: outside the line's vertical band, or a jump back to the left.
+    (Wide gaps do not split: justified narrow columns have word gaps of 3 ems and more.)"""
+    last = next((c for c in reversed(current) if not c.text.isspace()), None)
+    if last is None:
+        return False
+    size = max(1.0, last.size, char.size)
+    overlap = min(band[1], char.box[3]) - max(band[0], char.box[1])
+    if overlap <= 0 and not (char.box[0] >= last.box[0] and char.box[0] - last.box[2] < 0.3 * size
+                             and abs(char.box[1] - last.box[1]) < 0.7 * size):
+        return True  # (a sub- or superscript right after its base stays on the line)
+    return char.box[0] < last.box[0] - 2.0 * size
 
 
 def _close_line(chars: list[Char], lines: list[TextLine]) -> None:
@@ -115,11 +193,21 @@ def line_from_chars(chars: Sequence[Char]) -> Optional[TextLine]:
     return TextLine(text, union(c.box for c in solid), sizes[len(sizes) // 2], list(chars))
 
 
-def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
-    """Sort into rows top to bottom; pieces of one row are merged when they are close together."""
+def order_lines(lines: Sequence[TextLine], obstacles: Sequence[BBox] = ()) -> list[TextLine]:
+    """Reading order (recursive XY-cut, see reading_order); inside each piece rows top to bottom, and
+    pieces of one row merged when they are close together. ``column`` is set on every line."""
+    ordered: list[TextLine] = []
+    for leaf in reading_leaves(lines, obstacles):
+        for line in _rows_merged(leaf.lines):
+            line.column = leaf.column
+            ordered.append(line)
+    return ordered
+
+
+def _rows_merged(lines: Sequence[TextLine]) -> list[TextLine]:
     ordered: list[TextLine] = []
     for row in _rows(sorted(lines, key=lambda ln: -(ln.y0 + ln.y1) / 2)):
-        row.sort(key=lambda ln: ln.x0)
+        row = _stacks_joined(sorted(row, key=lambda ln: ln.x0))
         merged = [row[0]]
         for piece in row[1:]:
             last = merged[-1]
@@ -129,6 +217,30 @@ def order_lines(lines: Sequence[TextLine]) -> list[TextLine]:
                 merged.append(piece)
         ordered.extend(merged)
     return ordered
+
+
+def _stacks_joined(row: list[TextLine]) -> list[TextLine]:
+    """Short pieces of a row stacked above each other (a fraction's numerator and denominator, a sum's
+    limits) become one piece read top to bottom, a fraction as "a/b"."""
+    out: list[TextLine] = []
+    for piece in row:
+        last = out[-1] if out else None
+        if last is not None and _stacked(last, piece):
+            top, bottom = (last, piece) if last.y1 >= piece.y1 else (piece, last)
+            glue = "/" if len(top.text) <= _STACK_MAX and len(bottom.text) <= _STACK_MAX else " "
+            out[-1] = TextLine(top.text + glue + bottom.text, union([top.box, bottom.box]),
+                               max(top.size, bottom.size), top.chars + bottom.chars)
+        else:
+            out.append(piece)
+    return out
+
+
+def _stacked(a: TextLine, b: TextLine) -> bool:
+    if a.block or b.block or len(a.text) > _STACK_MAX or len(b.text) > _STACK_MAX:
+        return False
+    x_overlap = min(a.x1, b.x1) - max(a.x0, b.x0)
+    y_overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return x_overlap > 0.5 * min(a.x1 - a.x0, b.x1 - b.x0) and y_overlap < 0.3 * min(a.height, b.height)
 
 
 def _rows(lines: Iterable[TextLine]) -> list[list[TextLine]]:
@@ -163,24 +275,39 @@ def join_paragraph_lines(left: str, right: str) -> str:
 
 
 def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
-    """Paragraphs separated by blank lines: wrapped lines joined, blocks (tables) kept as they are."""
+    """Paragraphs separated by blank lines: wrapped lines joined, blocks (tables) kept as they are.
+    Margins are measured per column, and a paragraph runs on into the next column when it did not end."""
     text_lines = [ln for ln in lines if not ln.block]
     if not text_lines:
         return "\n\n".join(ln.text for ln in lines).strip()
-    left_edge = min(ln.x0 for ln in text_lines)
-    right_edge = _right_edge(text_lines, left_edge, page_width)
+    edges = column_edges(text_lines, page_width)
     pitch = _typical_pitch(text_lines)
     paragraphs: list[str] = []
     previous: Optional[TextLine] = None
     for line in lines:
-        if previous is not None and _same_row(previous, line):
+        if previous is not None and (previous.equation or line.equation):
+            if previous.equation and line.equation:
+                paragraphs[-1] += " " + line.text  # the lines of one display equation, in reading order
+            else:
+                paragraphs.append(line.text)
+        elif previous is not None and previous.column == line.column and _same_row(previous, line):
             paragraphs[-1] += " " + line.text  # far apart on one row: a code line number, a tab stop
-        elif previous is not None and not _starts_paragraph(previous, line, right_edge, left_edge, pitch):
+        elif previous is not None and not _starts_paragraph(previous, line, edges, pitch):
             paragraphs[-1] = join_paragraph_lines(paragraphs[-1], line.text)
         else:
             paragraphs.append(line.text)
         previous = line
     return "\n\n".join(p for p in paragraphs if p.strip())
+
+
+def column_edges(lines: Sequence[TextLine], page_width: float) -> dict[int, tuple[float, float]]:
+    """Left and right edge of each column: where its lines start and where wrapped lines end."""
+    edges: dict[int, tuple[float, float]] = {}
+    for column in {ln.column for ln in lines}:
+        members = [ln for ln in lines if ln.column == column]
+        left = min(ln.x0 for ln in members)
+        edges[column] = (left, _right_edge(members, left, page_width if column == 0 else 0.0))
+    return edges
 
 
 def _right_edge(lines: Sequence[TextLine], left_edge: float, page_width: float) -> float:
@@ -210,15 +337,21 @@ def _typical_pitch(lines: Sequence[TextLine]) -> float:
     return statistics.median(steps) if steps else 0.0
 
 
-def _starts_paragraph(previous: TextLine, line: TextLine, right_edge: float, left_edge: float,
+def _starts_paragraph(previous: TextLine, line: TextLine, edges: dict[int, tuple[float, float]],
                       pitch: float) -> bool:
     if previous.block or line.block:
         return True
     size = max(previous.size, line.size, 1.0)
-    if line.y1 > previous.y1 or abs(previous.size - line.size) > 0.15 * size:
-        return True  # a new column or a heading
+    if abs(previous.size - line.size) > 0.15 * size:
+        return True  # a heading
+    left_edge, right_edge = edges.get(line.column, (line.x0, line.x1))
+    ended = edges.get(previous.column, (previous.x0, previous.x1))[1] - previous.x1 > _first_word_width(line) + size
+    indented = line.x0 > left_edge + 1.5 * size
+    if line.column != previous.column or line.y1 > previous.y1:
+        # the next column: the paragraph goes on only if it ran to the margin without a full stop
+        return ended or indented or bool(_SENTENCE_END.search(previous.text)) or previous.column == line.column
     if pitch and previous.y0 - line.y0 > 1.45 * pitch:
         return True  # more space than between wrapped lines
-    if right_edge - previous.x1 > _first_word_width(line) + size:
+    if ended:
         return True  # the next line's first word would have fitted: the previous line ended on purpose
-    return line.x0 > left_edge + 1.5 * size and line.x0 > previous.x0 + 1.5 * size  # indented first line
+    return indented and line.x0 > previous.x0 + 1.5 * size  # indented first line

@@ -15,16 +15,17 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol, Sequence
 
 from PIL import Image
 
-from backend.documents.layout import CJK_CHAR
+from backend.documents.layout import CJK_CHAR, TextLine, order_lines
 from backend.errors import DocumentError
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
+_OCR_SIZE_SHARE = 0.8  # font size over the height of a recognised line's box
 
 
 class OCREngine(Protocol):
@@ -60,40 +61,84 @@ def join_words(left: str, right: str) -> str:
     return left + " " + right
 
 
-def boxes_to_text(boxes: Sequence[OCRBox]) -> str:
-    """Order boxes top to bottom, merge boxes on the same row, and start a paragraph at big gaps."""
-    rows = _group_rows(sorted(boxes, key=lambda b: (b.y0 + b.y1) / 2))
-    if not rows:
+def page_text(boxes: Sequence[OCRBox], image: Image.Image, use_layout_model: bool = True) -> str:
+    """The page's text from its OCR boxes; when they form columns (geometry alone is unsure on a scan:
+    no image objects mark the figures) the layout model's regions join in."""
+    if use_layout_model and boxes and _has_columns(boxes):
+        from backend.documents.layout_model import layout_model
+
+        return boxes_to_text(boxes, layout_model().regions(image), image.height)
+    return boxes_to_text(boxes)
+
+
+def _has_columns(boxes: Sequence[OCRBox]) -> bool:
+    return any(line.column for line in order_lines(_text_lines(boxes)))
+
+
+def _text_lines(boxes: Sequence[OCRBox]) -> list[TextLine]:
+    # y flipped: the ordering works in PDF orientation
+    return [TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
+            for b in boxes if b.text.strip()]
+
+
+def boxes_to_text(boxes: Sequence[OCRBox], regions: Sequence = (), page_height: float = 0.0) -> str:
+    """Boxes in reading order (the same XY-cut as native pages: columns, full-width blocks), one line per
+    row, a blank line where a paragraph, a block or a column starts. Layout-model ``regions`` (image
+    pixels): figures take part in the cut, headers and footers are dropped, an equation's lines stay
+    together."""
+    from backend.documents.layout_model import margin_regions
+
+    margins = [r.box for r in margin_regions(list(regions), page_height)] if regions else []
+    lines = [ln for ln in _text_lines(boxes) if not any(_inside(ln, _flip(m)) for m in margins)]
+    if not lines:
         return ""
-    heights = sorted(max(b.height for b in row) for row in rows)
+    figures = [_flip(r.box) for r in regions if r.label == "figure"]
+    equations = [_flip(r.box) for r in regions if r.label == "equation"]
+    lines = _figure_text_as_blocks(lines, figures)
+    heights = sorted(ln.height for ln in lines)
     typical = heights[len(heights) // 2]
     out: list[str] = []
-    previous_bottom: Optional[float] = None
-    for row in rows:
-        text = ""
-        for box in sorted(row, key=lambda b: b.x0):
-            text = join_words(text, box.text.strip())
-        top = min(b.y0 for b in row)
-        if previous_bottom is not None and top - previous_bottom > 0.9 * typical and out:
-            out.append("")  # a gap taller than a line: new paragraph
-        out.append(text)
-        previous_bottom = max(b.y1 for b in row)
+    previous: Optional[TextLine] = None
+    for line in order_lines(lines, figures):
+        line.equation = any(_inside(line, e) for e in equations)
+        if previous is not None and not (previous.block or line.block) and (
+                previous.column == line.column and _one_row(previous, line) or previous.equation and line.equation):
+            out[-1] = join_words(out[-1], line.text)
+            previous = line
+            continue
+        if previous is not None and (line.column != previous.column or line.y1 > previous.y1
+                                     or previous.y0 - line.y1 > 0.9 * typical or previous.equation != line.equation
+                                     or previous.block or line.block):
+            out.append("")  # a gap taller than a line, the next column, an equation: new paragraph
+        out.append(line.text)
+        previous = line
     return "\n".join(out).strip()
 
 
-def _group_rows(boxes: Iterable[OCRBox]) -> list[list[OCRBox]]:
-    rows: list[list[OCRBox]] = []
-    for box in boxes:
-        if rows:
-            row = rows[-1]
-            top = min(b.y0 for b in row)
-            bottom = max(b.y1 for b in row)
-            overlap = min(bottom, box.y1) - max(top, box.y0)
-            if overlap > 0.5 * min(box.height, bottom - top):
-                row.append(box)
-                continue
-        rows.append([box])
-    return rows
+def _figure_text_as_blocks(lines: list[TextLine], figures: Sequence) -> list[TextLine]:
+    """The words inside a figure (axis labels, legends) as one block where the figure is: it spans the
+    columns like the figure, and its labels stay searchable without cutting into the text."""
+    for box in figures:
+        inside = [ln for ln in lines if _inside(ln, box)]
+        if inside:
+            labels = " ".join(ln.text for ln in order_lines(inside))
+            lines = [ln for ln in lines if not _inside(ln, box)]
+            lines.append(TextLine(labels, tuple(box), max(ln.size for ln in inside), block=True))
+    return lines
+
+
+def _flip(box) -> tuple[float, float, float, float]:
+    return (box[0], -box[3], box[2], -box[1])
+
+
+def _inside(line: TextLine, box) -> bool:
+    cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _one_row(a: TextLine, b: TextLine) -> bool:
+    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
+    return overlap > 0.5 * min(a.height, b.height) and b.x0 >= a.x1 - 1.0
 
 
 class RapidOCREngine:
@@ -135,7 +180,7 @@ class RapidOCREngine:
         boxes = [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
                         float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
                  for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
-        return boxes_to_text(boxes)
+        return page_text(boxes, image)
 
 
 class PaddleOCREngine:
@@ -181,7 +226,7 @@ class PaddleOCREngine:
             for text, box in zip(res["rec_texts"], res["rec_boxes"]):
                 if text and text.strip():
                     boxes.append(OCRBox(text, float(box[0]), float(box[1]), float(box[2]), float(box[3])))
-        return boxes_to_text(boxes)
+        return page_text(boxes, image)
 
 
 class PPStructureAPIEngine:

@@ -20,7 +20,8 @@ import pypdfium2 as pdfium
 from PIL import Image
 
 from backend.cpu import usable_cpus
-from backend.documents.figures import PageFigure, find_figures, image_boxes
+from backend.documents.equations import body_size, formula_regions, mark_equations, ocr_formulas
+from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
 from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.ocr import OCREngine, get_ocr_engine
@@ -35,6 +36,8 @@ MIN_VISIBLE_CHARS = 20  # fewer than this and mostly image: a scanned page
 MIN_IMAGE_COVER = 0.5
 MARGIN_ZONE = 0.09  # share of the page height where running headers and footers live
 MAX_OCR_WORKERS = 4
+MAX_FORMULAS_PER_PAGE = 6  # more glyph clusters than this are a drawing, not formulas
+FORMULA_DPI = 216
 _EOF_WINDOW = 8192
 
 PAGE_NUMBER = re.compile(
@@ -200,7 +203,8 @@ class _PageParser:
         try:
             if index in self.scanned:
                 return self._parse_scanned(page, index, self.scanned[index])
-            return self._parse_native(page, index, _read_page_lines(page), image_boxes(page))
+            images = image_boxes(page)
+            return self._parse_native(page, index, _read_page_lines(page, _obstacles(page, images)), images)
         finally:
             page.close()
 
@@ -211,11 +215,32 @@ class _PageParser:
         paths = page_paths(page)
         tables = self._tables(index, page, body, paths)
         if tables:
-            body = order_lines(remove_table_text(body, tables) + table_blocks(tables))
+            body = order_lines(remove_table_text(body, tables) + table_blocks(tables), _obstacles(page, images))
         ingest = self.settings.ingest
         figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
                                ingest.min_figure_px, ingest.figure_dpi, ingest.detect_vector_charts)
+        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + [f.box for f in figures]
+                                         + [b for b, _ in images])
+        if formulas:
+            body = order_lines(body + formulas, _obstacles(page, images))
+        mark_equations(body, page.get_width())
+        for line in formulas:
+            line.equation = True
         return ParsedPage(index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables))
+
+    def _vector_formulas(self, page: pdfium.PdfPage, body: list[TextLine], paths: list,
+                         excluded: list) -> list[TextLine]:
+        """Display formulas drawn as glyph outlines have no text: OCR them where they stand."""
+        size = body_size(body)
+        regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
+        if not regions:
+            return []
+        try:
+            engine = self._ocr_engine or get_ocr_engine(self.settings)
+        except DocumentError as exc:  # no OCR here: the formulas stay unread, the page is still parsed
+            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, len(regions), exc)
+            return []
+        return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:
         zone = _margin_zone(line, height)
@@ -343,12 +368,19 @@ def _ocr_dpi(configured: int, images: Sequence[tuple]) -> float:
     return float(min(configured, max(150.0, max(native))))
 
 
-def _read_page_lines(page: pdfium.PdfPage) -> list[TextLine]:
+def _read_page_lines(page: pdfium.PdfPage, obstacles: Sequence[tuple] = ()) -> list[TextLine]:
     textpage = page.get_textpage()
     try:
-        return read_lines(textpage)
+        return read_lines(textpage, obstacles)
     finally:
         textpage.close()
+
+
+def _obstacles(page: pdfium.PdfPage, images: Sequence[tuple]) -> list[tuple]:
+    """Image boxes that shape the reading order (a wide figure separates bands of columns); a background
+    as big as the page does not."""
+    area = page.get_width() * page.get_height()
+    return [b for b, _ in images if (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * area]
 
 
 def _margin_zone(line: TextLine, height: float) -> Optional[str]:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
 
+from backend.documents.figures import page_box
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.errors import DocLensError
 
@@ -49,7 +50,7 @@ def _render_framed(pdf_path: Path, page_number: int, highlight: str) -> Image.Im
         image = bitmap.to_pil().convert("RGB")  # a copy: the bitmap is freed here, under the lock
         bitmap.close()
         boxes = _highlight_boxes(page, highlight) if highlight.strip() else []
-        _draw_frames(image, boxes, page.get_height())
+        _draw_frames(image, boxes, page_box(page))
         return image
     finally:
         document.close()
@@ -96,14 +97,15 @@ def _char_boxes(textpage: pdfium.PdfTextPage, index: int, count: int) -> list[tu
     return boxes
 
 
-def _draw_frames(image, boxes, page_height: float) -> None:
-    """One frame around each line of found text (PDF points, origin bottom-left) and a bar in the margin."""
+def _draw_frames(image, boxes, visible: tuple[float, float, float, float]) -> None:
+    """One frame around each line of found text (PDF user space, origin bottom-left; the rendered page is
+    the ``visible`` box, which need not start at 0, 0) and a bar in the margin."""
     if not boxes:
         return
     draw = ImageDraw.Draw(image, "RGBA")
     for left, bottom, right, top in _merge_lines(boxes):
-        x0, y0 = left * PREVIEW_SCALE - 3, (page_height - top) * PREVIEW_SCALE - 3
-        x1, y1 = right * PREVIEW_SCALE + 3, (page_height - bottom) * PREVIEW_SCALE + 3
+        x0, y0 = (left - visible[0]) * PREVIEW_SCALE - 3, (visible[3] - top) * PREVIEW_SCALE - 3
+        x1, y1 = (right - visible[0]) * PREVIEW_SCALE + 3, (visible[3] - bottom) * PREVIEW_SCALE + 3
         draw.rectangle((x0, y0, x1, y1), fill=FRAME_COLOUR + (40,), outline=FRAME_COLOUR + (255,), width=2)
 
 

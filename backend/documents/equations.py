@@ -1,0 +1,143 @@
+"""Display equations: found from their text and position, kept whole, and formulas drawn as vector paths
+(no text layer at all) OCR'd so their symbols can be searched.
+
+A display equation line is set apart from the running text (indented or centred, or numbered like
+"(1.1)") and is made of symbols, not words. Its lines are joined into one paragraph, which the chunker
+keeps as one unit (``is_equation_text`` decides the same from the text alone).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Callable, Sequence
+
+from backend.documents.layout import CJK_CHAR, BBox, TextLine, center_inside, column_edges, union
+
+log = logging.getLogger(__name__)
+
+_MATH_CHARS = set("=<>≤≥≈≠≡∼∝∑∏∫∮√∂∇±∓×÷·∘→←↔⇒⇔∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∞^_|/+−∗′″ˆ˜¯") | {
+    chr(c) for c in range(0x391, 0x3CA)} | {chr(c) for c in range(0x2200, 0x2300)}
+_EQUATION_NUMBER = re.compile(r"\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)\s*$")
+_WORD = re.compile(r"[A-Za-z]{4,}")
+_MATH_WORDS = {"sinh", "cosh", "tanh", "argmax", "argmin", "softmax", "diag", "trace", "sign", "otherwise",
+               "where", "with", "subject", "s.t.", "exp", "log", "max", "min"}
+_MAX_EQUATION_CHARS = 160
+# vector-drawn formulas: glyph outlines as small paths
+_GLYPH_MAX = 3.0  # a path at most this many body font sizes wide and high is a glyph
+_MIN_GLYPHS = 3
+
+
+def math_share(text: str) -> float:
+    solid = [c for c in text if not c.isspace()]
+    return sum(1 for c in solid if c in _MATH_CHARS) / len(solid) if solid else 0.0
+
+
+def _long_words(text: str) -> int:
+    return sum(1 for w in _WORD.findall(text) if w.lower() not in _MATH_WORDS)
+
+
+def is_equation_line(line: TextLine, left_edge: float, right_edge: float) -> bool:
+    """A display equation line: symbols with at most one word, set apart from the column's margins or
+    carrying an equation number."""
+    text = line.text.strip()
+    if line.block or not text or len(text) > _MAX_EQUATION_CHARS or len(CJK_CHAR.findall(text)) > 2:
+        return False
+    numbered = bool(_EQUATION_NUMBER.search(text))
+    if math_share(text) == 0 or _long_words(text) > (1 if numbered else 0):
+        return False
+    size = max(line.size, 1.0)
+    set_apart = line.x0 > left_edge + 2.0 * size and (right_edge - line.x1 > 2.0 * size or numbered)
+    return numbered or set_apart
+
+
+def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
+    """Set ``equation`` on display equation lines, and on the short pieces of a fraction or a sum's limits
+    right before or after one."""
+    text_lines = [ln for ln in lines if not ln.block]
+    if not text_lines:
+        return
+    edges = column_edges(text_lines, page_width)
+    for line in text_lines:
+        line.equation = is_equation_line(line, *edges[line.column])
+    for i, line in enumerate(lines):
+        neighbours = [lines[j] for j in (i - 1, i + 1) if 0 <= j < len(lines)]
+        if not line.equation and _is_fragment(line, edges[line.column][0]) and any(n.equation for n in neighbours):
+            line.equation = True
+
+
+def _is_fragment(line: TextLine, left_edge: float) -> bool:
+    text = line.text.strip()
+    return (not line.block and 0 < len(text) <= 12 and _long_words(text) == 0
+            and line.x0 > left_edge + 2.0 * max(line.size, 1.0))
+
+
+def is_equation_text(paragraph: str) -> bool:
+    """The same test on a paragraph of text (the chunker has no geometry): short, symbol-rich, wordless."""
+    text = " ".join(paragraph.split())
+    if not text or len(text) > 2 * _MAX_EQUATION_CHARS or len(CJK_CHAR.findall(text)) > 2:
+        return False
+    numbered = bool(_EQUATION_NUMBER.search(text))
+    share = math_share(text)
+    words = _long_words(text)
+    return share > 0 and (numbered and words <= 2 or share >= 0.08 and words == 0)
+
+
+# ------------------------------------------------------------------------ formulas drawn as paths
+
+def formula_regions(paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox],
+                    body_size: float) -> list[BBox]:
+    """Boxes of display formulas drawn as glyph outlines: clusters of small paths on rows of their own
+    (no text line beside them), outside tables and figures."""
+    limit = _GLYPH_MAX * max(body_size, 1.0)
+    glyphs = [b for b, _ in paths if 0 < b[2] - b[0] <= limit and 0 < b[3] - b[1] <= limit
+              and not any(center_inside(b, area, pad=1.0) for area in excluded)
+              and not any(center_inside(b, ln.box, pad=0.5) for ln in lines)]
+    regions = []
+    for cluster in _clusters(glyphs, gap=0.8 * max(body_size, 1.0)):
+        box = union(cluster)
+        if len(cluster) >= _MIN_GLYPHS and not any(_same_rows(box, ln.box) for ln in lines):
+            regions.append(box)
+    return regions
+
+
+def _clusters(boxes: Sequence[BBox], gap: float) -> list[list[BBox]]:
+    groups: list[list[BBox]] = []
+    for box in sorted(boxes, key=lambda b: (-b[3], b[0])):
+        near = [g for g in groups if any(_near(box, other, gap) for other in g[-40:])]
+        merged = [box] + [b for g in near for b in g]
+        groups = [g for g in groups if not any(g is n for n in near)] + [merged]
+    return groups
+
+
+def _near(a: BBox, b: BBox, gap: float) -> bool:
+    return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
+
+
+def _same_rows(a: BBox, b: BBox) -> bool:
+    return min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])
+
+
+def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], object], recognize: Callable[[object], str],
+                 size: float) -> list[TextLine]:
+    """Each formula region rendered and read by OCR, as a line placed where the formula is."""
+    found = []
+    for box in regions:
+        try:
+            text = " ".join(recognize(render(_padded(box, size))).split())
+        except Exception as exc:  # noqa: BLE001 - OCR of one formula is not worth the page
+            log.warning("formula at %s not read (%s)", [round(v) for v in box], exc)
+            continue
+        if text:
+            found.append(TextLine(text, box, size))
+    return found
+
+
+def _padded(box: BBox, size: float) -> BBox:
+    pad = 0.5 * size
+    return (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
+
+
+def body_size(lines: Sequence[TextLine]) -> float:
+    sizes = sorted(ln.size for ln in lines if not ln.block and ln.size > 0)
+    return sizes[len(sizes) // 2] if sizes else 10.0

@@ -1,0 +1,207 @@
+"""Reading order of a page from its geometry: recursive XY-cut on whitespace gutters.
+
+The same function orders the text lines of a native page and the OCR boxes of a scan. A region is cut
+at a vertical gutter when lines sit side by side on both sides of it (columns); lines that cross the
+gutter (titles, abstracts, wide figure captions, wide tables) are full-width blocks that split the
+region into bands, and each band is read column by column. A region with no valid gutter is cut at its
+horizontal whitespace gaps, so a two-column part below a three-column part finds its own gutter.
+
+Coordinates are PDF points, origin bottom left (OCR boxes are flipped by the caller).
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Protocol, Sequence
+
+_MAX_DEPTH = 12
+_GUTTER_CANDIDATES = 6
+_MIN_COLUMN_EMS = 5.0  # median line width of a text column, in font sizes: table cells are narrower
+_EDGE_SHARE = 0.05
+_HEADING_SIZE = 1.25  # a line this much bigger than the body text is a heading
+_WIDE_GAP_LINES = 2.5  # whitespace this many font sizes high across a region parts it before any gutter  # a gutter is not in the outer 5 % of the region
+
+
+class Boxed(Protocol):
+    box: tuple[float, float, float, float]
+    size: float
+
+
+@dataclass
+class Leaf:
+    """Lines read top to bottom as one piece; ``column`` numbers the column region they belong to."""
+    lines: list
+    column: int
+
+
+class _Columns:
+    """Hands out column numbers: 0 is the whole page, every gutter cut makes two new ones."""
+
+    def __init__(self) -> None:
+        self.count = 1
+
+    def new(self) -> int:
+        self.count += 1
+        return self.count - 1
+
+
+def reading_leaves(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]] = ()) -> list[Leaf]:
+    """The lines cut into leaves in reading order; inside a leaf lines are still unsorted. ``obstacles``
+    are boxes without text that still take part in the cut (images: a wide figure spans the columns)."""
+    if not lines:
+        return []
+    size = statistics.median(max(1.0, ln.size) for ln in lines)
+    blocks = [_Obstacle(box, size) for box in obstacles if not any(_inside(ln, box) for ln in lines)]
+    leaves = _cut(list(lines) + blocks, 0, size, _Columns(), 0)
+    kept = [Leaf([ln for ln in leaf.lines if not isinstance(ln, _Obstacle)], leaf.column) for leaf in leaves]
+    return [leaf for leaf in kept if leaf.lines]
+
+
+@dataclass
+class _Obstacle:
+    box: tuple[float, float, float, float]
+    size: float
+    block: bool = True
+
+
+def _inside(line, box) -> bool:
+    cx, cy = _centre_x(line), _centre_y(line)
+    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
+
+
+def _cut(lines: list, column: int, size: float, columns: _Columns, depth: int) -> list[Leaf]:
+    if len(lines) < 2 or depth > _MAX_DEPTH:
+        return [Leaf(lines, column)]
+    pieces = _horizontal_pieces(lines, _WIDE_GAP_LINES * size)
+    if len(pieces) == 1:
+        pieces = _around_lone_headings(lines, size)
+    if len(pieces) > 1:  # whitespace across the region (a figure with no text layer), a title: parts
+        return [leaf for piece in pieces for leaf in _cut(piece, column, size, columns, depth + 1)]
+    gutter = _find_gutter(lines, size)
+    if gutter is not None:
+        return _cut_at_gutter(lines, gutter, column, size, columns, depth)
+    pieces = _horizontal_pieces(lines, size)
+    if len(pieces) > 1:
+        return [leaf for piece in pieces for leaf in _cut(piece, column, size, columns, depth + 1)]
+    return [Leaf(lines, column)]
+
+
+def _cut_at_gutter(lines: list, gutter: tuple[float, float], column: int, size: float, columns: _Columns,
+                   depth: int) -> list[Leaf]:
+    """Bands between full-width lines, each band read left column then right column."""
+    left_id, right_id = columns.new(), columns.new()
+    out: list[Leaf] = []
+    for kind, group in _bands(lines, gutter):
+        if kind == "wide":
+            out += _cut(group, column, size, columns, depth + 1)
+            continue
+        left = [ln for ln in group if _centre_x(ln) < (gutter[0] + gutter[1]) / 2]
+        right = [ln for ln in group if _centre_x(ln) >= (gutter[0] + gutter[1]) / 2]
+        out += _cut(left, left_id, size, columns, depth + 1) if left else []
+        out += _cut(right, right_id, size, columns, depth + 1) if right else []
+    return out
+
+
+def _bands(lines: list, gutter: tuple[float, float]) -> list[tuple[str, list]]:
+    """Consecutive runs, top to bottom, of lines crossing the gutter ("wide") and of the others."""
+    runs: list[tuple[str, list]] = []
+    for line in sorted(lines, key=lambda ln: -_centre_y(ln)):
+        kind = "wide" if _crosses(line, gutter) else "columns"
+        if runs and runs[-1][0] == kind:
+            runs[-1][1].append(line)
+        else:
+            runs.append((kind, [line]))
+    return runs
+
+
+def _find_gutter(lines: list, size: float) -> tuple[float, float] | None:
+    """The least-crossed vertical strip that separates side-by-side columns, or None."""
+    x0 = min(ln.box[0] for ln in lines)
+    x1 = max(ln.box[2] for ln in lines)
+    margin = _EDGE_SHARE * (x1 - x0)
+    strips = [s for s in _coverage(lines) if s[1] - s[0] >= 0.4 * size
+              and s[0] >= x0 + margin and s[1] <= x1 - margin]
+    strips.sort(key=lambda s: (s[2], -(s[1] - s[0])))
+    for a, b, _ in strips[:_GUTTER_CANDIDATES]:
+        if _valid_gutter(lines, (a, b), size):
+            return a, b
+    return None
+
+
+def _coverage(lines: list) -> list[tuple[float, float, int]]:
+    """Strips of x between line edges with how many lines cover each (a sweep over the edges)."""
+    events = sorted([(ln.box[0], 1) for ln in lines] + [(ln.box[2], -1) for ln in lines])
+    strips: list[tuple[float, float, int]] = []
+    count = 0
+    for (x, step), (next_x, _) in zip(events, events[1:]):
+        count += step
+        if next_x > x:
+            strips.append((x, next_x, count))
+    return strips
+
+
+def _valid_gutter(lines: list, gutter: tuple[float, float], size: float) -> bool:
+    """Columns on both sides that sit side by side, and no crossing line beside any other line."""
+    left = [ln for ln in lines if ln.box[2] <= gutter[0] + 0.01]
+    right = [ln for ln in lines if ln.box[0] >= gutter[1] - 0.01]
+    wide = [ln for ln in lines if _crosses(ln, gutter)]
+    if not left or not right or not (_is_column(left, size) and _is_column(right, size)):
+        return False
+    if not any(_beside(a, b) for a in left for b in right):
+        return False
+    sides = left + right
+    return not any(_beside(w, other) for w in wide for other in sides)
+
+
+def _is_column(lines: list, size: float) -> bool:
+    """Text columns are filled with long lines; table cells, labels and line numbers are short."""
+    if all(getattr(ln, "block", False) for ln in lines):
+        return True
+    widths = [ln.box[2] - ln.box[0] for ln in lines if not getattr(ln, "block", False)]
+    return statistics.median(widths) >= _MIN_COLUMN_EMS * size
+
+
+def _beside(a, b) -> bool:
+    overlap = min(a.box[3], b.box[3]) - max(a.box[1], b.box[1])
+    return overlap > 0 and overlap > 0.3 * min(a.box[3] - a.box[1], b.box[3] - b.box[1])
+
+
+def _crosses(line, gutter: tuple[float, float]) -> bool:
+    return line.box[0] < gutter[1] - 0.01 and line.box[2] > gutter[0] + 0.01
+
+
+def _horizontal_pieces(lines: list, gap: float) -> list[list]:
+    """Split at horizontal whitespace at least ``gap`` high (between paragraphs, blocks, parts)."""
+    ordered = sorted(lines, key=lambda ln: -ln.box[3])
+    pieces: list[list] = [[ordered[0]]]
+    bottom = ordered[0].box[1]
+    for line in ordered[1:]:
+        if bottom - line.box[3] >= gap:
+            pieces.append([line])
+        else:
+            pieces[-1].append(line)
+        bottom = min(bottom, line.box[1])
+    return pieces
+
+
+def _around_lone_headings(lines: list, size: float) -> list[list]:
+    """Cut above and below each line in a bigger font with nothing beside it (a title over the columns,
+    even a short centred one that does not cross the gutter)."""
+    ordered = sorted(lines, key=lambda ln: -_centre_y(ln))
+    pieces: list[list] = [[]]
+    for line in ordered:
+        lone = line.size > _HEADING_SIZE * size and not any(_beside(line, o) for o in lines if o is not line)
+        if lone:
+            pieces += [[line], []]
+        else:
+            pieces[-1].append(line)
+    return [p for p in pieces if p]
+
+
+def _centre_x(line) -> float:
+    return (line.box[0] + line.box[2]) / 2
+
+
+def _centre_y(line) -> float:
+    return (line.box[1] + line.box[3]) / 2

@@ -1,0 +1,125 @@
+"""Small real PDFs (reportlab, pypdfium2) that reproduce what real papers did to the parser."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Sequence
+
+import pypdfium2 as pdfium
+from PIL import Image
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf"
+DEJAVU_MONO = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
+DEJAVU_MATH = "/usr/share/fonts/truetype/dejavu/DejaVuMathTeXGyre.ttf"
+
+
+def _font(name: str, path: str) -> str:
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    if name not in pdfmetrics.getRegisteredFontNames():
+        pdfmetrics.registerFont(TTFont(name, path))
+    return name
+
+
+def _png(colour: str, size=(300, 200)) -> io.BytesIO:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, colour).save(buffer, format="PNG")
+    buffer.seek(0)
+    return buffer
+
+
+def write_bleeding_figures_pdf(path: Path) -> Path:
+    """A page with a CropBox inside the MediaBox: one figure bleeds past the CropBox, one lies almost
+    entirely in the cut-off margin (what arXiv 1506.05865 and 2312.07556 do), one sits inside."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    canvas = Canvas(str(path), pagesize=(612, 792))
+    canvas.setCropBox((36, 36, 576, 756))
+    canvas.setFont(_font("dejavu", DEJAVU), 10)
+    canvas.drawString(72, 700, "A page whose figures bleed past the visible page box.")
+    canvas.drawImage(ImageReader(_png("red")), 300, 400, 400, 200)  # right part outside the CropBox
+    canvas.drawImage(ImageReader(_png("green")), 560, 100, 140, 120)  # only 16 pt of it visible
+    canvas.drawImage(ImageReader(_png("blue")), 72, 150, 200, 150)  # fully visible
+    canvas.save()
+    return path
+
+
+def write_offset_mediabox_pdf(path: Path) -> Path:
+    """A page whose MediaBox starts at (100, 100), with one solid red figure on it."""
+    from reportlab.lib.utils import ImageReader
+    from reportlab.pdfgen.canvas import Canvas
+
+    canvas = Canvas(str(path), pagesize=(712, 892))
+    canvas.setFont(_font("dejavu", DEJAVU), 10)
+    canvas.drawString(172, 800, "The page box of this page does not start at the origin.")
+    canvas.drawImage(ImageReader(_png("red")), 400, 300, 240, 160)
+    canvas.save()
+    pdf = pdfium.PdfDocument(str(path))
+    pdf[0].set_mediabox(100, 100, 712, 892)
+    pdf.save(str(path) + ".tmp")
+    pdf.close()
+    Path(str(path) + ".tmp").replace(path)
+    return path
+
+
+def write_lines_pdf(path: Path, lines: Sequence[str], font: str = DEJAVU, size: float = 10, width: float = 325) -> Path:
+    """Lines set as one text object (as TeX does): pdfium may run them together."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    canvas = Canvas(str(path), pagesize=(width, 300), pageCompression=0)
+    text = canvas.beginText(30, 260)
+    text.setFont(_font(Path(font).stem, font), size)
+    for line in lines:
+        text.textLine(line)
+    canvas.drawText(text)
+    canvas.save()
+    return path
+
+
+def fix_astral_to_unicode(path: Path) -> Path:
+    """reportlab writes astral code points into ToUnicode as 5 hex digits; real TeX PDFs map them to
+    UTF-16 surrogate pairs, which pdfium hands out one half per char index. Rewrite the map that way,
+    at the same byte length (unused entries dropped, spaces added) so the xref stays right."""
+    data = path.read_bytes()
+    start = data.index(b"beginbfchar")
+    end = data.index(b"endbfchar", start)
+    lines = []
+    for entry in data[start:end].split(b"\n"):
+        parts = entry.split(b" ")
+        if len(parts) == 2 and len(parts[1]) == 7:  # <1D70E>
+            code = int(parts[1][1:-1], 16) - 0x10000
+            entry = parts[0] + b" <%04X%04X>" % (0xD800 + (code >> 10), 0xDC00 + (code & 0x3FF))
+        lines.append(entry)
+    while len(b"\n".join(lines)) > end - start:
+        unused = max(i for i, line in enumerate(lines) if line.endswith(b"<0000>"))
+        del lines[unused]
+    body = b"\n".join(lines)
+    count_start = data.rindex(b"\n", 0, start) + 1
+    count = b"%d " % (len(lines) - 2)  # the first and last split pieces are no entries
+    head = data[:count_start] + count.rjust(start - count_start)
+    path.write_bytes(head + body + b" " * (end - start - len(body)) + data[end:])
+    return path
+
+
+def write_placed_lines_pdf(path: Path, pages: Sequence[Sequence[tuple[float, str, float]]],
+                           font: str = DEJAVU, width: float = 420, height: float = 595) -> Path:
+    """Pages of lines (x, text, font size), each line 1.4 sizes below the previous; x < 0 centres it."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    name = _font(Path(font).stem, font)
+    canvas = Canvas(str(path), pagesize=(width, height))
+    for lines in pages:
+        y = height - 60
+        for x, text, size in lines:
+            canvas.setFont(name, size)
+            if x < 0:
+                canvas.drawCentredString(width / 2, y, text)
+            else:
+                canvas.drawString(x, y, text)
+            y -= 1.4 * size + (6 if size > 11 else 0)
+        canvas.showPage()
+    canvas.save()
+    return path

@@ -1,0 +1,63 @@
+"""Display equations stay whole in one chunk; the bibliography's chunks are marked as references."""
+
+from __future__ import annotations
+
+from backend.documents.chunking import chunk_pages
+from backend.documents.pdf import parse_pdf
+from tests.backend.documents.layout_fixtures import DEJAVU_MONO, write_placed_lines_pdf
+
+BODY = ["The objective adds a penalty to the distance of each sample",
+        "to its centre, and the penalty keeps the model parameters",
+        "small. The bound below follows from the triangle equality."]
+
+
+def test_display_equation_is_one_unit_in_one_chunk(tmp_path, settings):
+    lines = [(40, t, 9) for t in BODY] + [
+        (-1, "E(θ) = ∑ ‖x − μ‖² + λ · R(θ)", 9),
+        (-1, "≤ ∑ ‖x‖² + λ · ‖θ‖². (3)", 9)] + [(40, t, 9) for t in BODY * 3]
+    path = write_placed_lines_pdf(tmp_path / "equation.pdf", [lines], DEJAVU_MONO, width=400)
+    pages = [p.to_page_text() for p in parse_pdf(path, settings)]
+    paragraphs = pages[0].text.split("\n\n")
+    assert paragraphs[1].startswith("E(θ) = ∑ ‖x − μ‖² + λ · R(θ) ≤ ∑ ‖x‖² + λ") and paragraphs[1].endswith("(3)")
+    chunks = chunk_pages(pages, size=120, overlap=30)
+    holding = [c for c in chunks if "(3)" in c.text]
+    assert len(holding) == 1 and "E(θ) = ∑" in holding[0].text
+    assert holding[0].kind == "equation"
+    assert all(c.kind == "text" for c in chunks if c is not holding[0])
+
+
+def test_bibliography_chunks_are_marked_as_references(tmp_path, settings):
+    body = [(40, "1 Introduction", 14)] + [(40, t, 9) for t in BODY * 6]
+    references = [(40, t, 9) for t in BODY * 2] + [(40, "References", 14)] + [
+        (40, f"[{i}] A. Author and B. Writer. A study of topic {i}. Journal {i}, 20{10 + i}.", 8)
+        for i in range(1, 9)]
+    path = write_placed_lines_pdf(tmp_path / "paper.pdf", [body, references], DEJAVU_MONO, width=400)
+    chunks = chunk_pages([p.to_page_text() for p in parse_pdf(path, settings)], size=300, overlap=60)
+    marked = [c for c in chunks if c.kind == "references"]
+    assert marked and all(c.page == 2 for c in marked)
+    assert all("[" in c.text and "Journal" in c.text for c in marked)
+    assert "[1] A. Author" in marked[0].text and "References" in marked[0].text
+    assert all(c.kind == "text" for c in chunks if c not in marked)
+    assert any("triangle equality" in c.text and c.page == 2 for c in chunks if c.kind == "text")
+
+
+def test_chinese_bibliography_heading_and_numbered_entries_without_a_heading():
+    from backend.types import PageText
+    zh = chunk_pages([PageText(1, "正文第一段，讲方法。\n\n参考文献\n\n[1] 张三. 一种方法[J]. 学报, 2019.\n\n"
+                                 "[2] 李四. 另一种方法[J]. 学报, 2020.")], size=60, overlap=10)
+    assert [c.kind for c in zh] == ["text", "references"]
+    plain = chunk_pages([PageText(1, "Body text about the method, long enough to be a chunk of its own.\n\n"
+                                    + "\n\n".join(f"{i}. Some Author. Title {i}. Venue, 199{i}." for i in range(1, 5)))],
+                        size=80, overlap=10)
+    assert plain[0].kind == "text" and plain[-1].kind == "references"
+
+
+def test_formulas_drawn_as_vector_paths_are_ocrd_in_place(settings):
+    # the physics sample draws its display formulas as glyph outlines: no text layer at all
+    from tests.conftest import SAMPLES
+
+    text = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)[0].text
+    between = text.split("能级公式如下：")[1].split("这意味着")[0]
+    assert "hω" in between and "(2)" in between
+    hamiltonian = text.split("定义为：")[1].split("其中")[0]
+    assert "2m" in hamiltonian and "(1)" in hamiltonian
