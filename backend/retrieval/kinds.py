@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-REFERENCES_FACTOR = 0.8  # relevance kept by a reference-list chunk when the question does not ask for one
+REFERENCES_FACTOR = 0.9  # relevance kept by a reference-list chunk when the question does not ask for one
 _ASKS_FOR_REFERENCES = re.compile(
     r"\b(?:references?|bibliograph\w*|cit(?:e|es|ed|ing|ation|ations)|publications?|published|journals?|"
     r"proceedings|preprints?)\b|参考文献|文献|引用|出版", re.IGNORECASE)
