@@ -50,6 +50,8 @@ def question_metrics(sources: Sequence[Source], question: dict) -> dict[str, flo
         metrics[f"answer_hit@{k}"] = float(any(answer_hits[:k]))
     first = next((i for i, hit in enumerate(answer_hits, 1) if hit), None)
     metrics["mrr@10"] = 1.0 / first if first else 0.0
+    first_page = next((i for i, hit in enumerate(page_hits, 1) if hit), None)
+    metrics["page_mrr@10"] = 1.0 / first_page if first_page else 0.0  # the metric of sets without answers
     return metrics
 
 
@@ -190,7 +192,7 @@ def format_report(report: dict[str, Any]) -> str:
         i = report["ingest"]
         lines.append(f"ingest {i['seconds']} s  native {i['native_pages_per_s']} pages/s  "
                      f"scanned {i['scanned_pages_per_s']} pages/s")
-    columns = ["hit@1", "hit@5", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
+    columns = ["hit@1", "hit@5", "page_mrr@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
     lines.append(f"{'mode':8} {'subset':8} " + " ".join(f"{c:>13}" for c in columns) + "   p50 ms   p95 ms  top5 chars")
     for mode, data in report.get("modes", {}).items():
         for subset in ("all", "native", "scanned"):

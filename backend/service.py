@@ -13,6 +13,7 @@ from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.settings import LLMSettings, Settings
 from backend.retrieval import text
+from backend.retrieval.doc_scope import Catalogs, scope_for
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
 from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
@@ -70,6 +71,7 @@ class DocLens:
         self._embedder_lock = threading.Lock()
         self._ingest_lock = threading.Lock()
         self._retriever = None
+        self._catalogs = Catalogs()  # what each document can be called, for questions that name one
         self._llm = None
         self.model_state = ModelState()
         self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
@@ -277,7 +279,8 @@ class DocLens:
         include = [self.find_document(kb, doc).doc_id] if doc else None
         excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
-        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top)
+        scope = scope_for(question, self._catalogs.get(kb.collection, kb.registry, excluded), include and include[0])
+        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)
 
     @property
     def retriever(self):
@@ -358,6 +361,7 @@ class DocLens:
         for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
                                               searched_question=standalone):
             if update.done and update.answer is not None:
+                update.answer.searched_in = result.searched_in
                 yield update.answer
             elif update.delta:
                 yield update.delta

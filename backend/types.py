@@ -139,6 +139,7 @@ class Source:
     chunk_id: str = ""
     lang: str = ""  # the chunk's language: "zh", "en" or "" (unknown)
     bridged: bool = False  # scored across languages without a translation (see retrieval/crosslingual.py)
+    kind: str = "text"  # the chunk's kind: "text", "references", "table" or "equation"
 
     def to_dict(self) -> dict[str, Any]:
         return {"file": self.file, "page": self.page, "page_end": self.page_end, "text": self.text,
@@ -146,7 +147,7 @@ class Source:
                 "scores": {k: round(v, 2) for k, v in self.scores.items()},
                 "dense_rank": self.dense_rank, "keyword_rank": self.keyword_rank,
                 "similarity": None if self.similarity is None else round(self.similarity, 4),
-                "chunk_index": self.chunk_index}
+                "chunk_index": self.chunk_index, "kind": self.kind}
 
 
 @dataclass
@@ -157,10 +158,11 @@ class SearchResult:
     sources: list[Source]
     latency_ms: float = 0.0
     queries: list[str] = field(default_factory=list)  # the question and its translations, if any
+    searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
         return {"confidence": round(self.confidence, 1), "mode": self.mode,
-                "sources": [s.to_dict() for s in self.sources]}
+                "sources": [s.to_dict() for s in self.sources], "searched_in": self.searched_in}
 
 
 @dataclass
@@ -172,8 +174,10 @@ class Answer:
     figure: Optional[Figure] = None
     notice: str = ""  # one line for the user: no model configured, model failed and why, ...
     question: str = ""  # the standalone question that was searched
+    searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
         return {"answer": self.answer, "mode": self.mode, "confidence": round(self.confidence, 1),
                 "sources": [s.to_dict() for s in self.sources],
-                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice}
+                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice,
+                "searched_in": self.searched_in}

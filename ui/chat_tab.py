@@ -50,10 +50,12 @@ def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
 def answer_markdown(answer: Answer, lang: str = "en") -> str:
     """Model output goes through the math delimiters (prices protected); quoted passages never do."""
     if answer.mode == "extractive" and answer.figure is None:
-        return panels.extractive_markdown(answer, lang)
-    if answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
-        return literal_text(answer.answer)
-    return panels.model_markdown(answer, lang)
+        body = panels.extractive_markdown(answer, lang)
+    elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
+        body = literal_text(answer.answer)
+    else:
+        body = panels.model_markdown(answer, lang)
+    return body + panels.searched_in_note(answer, lang)
 
 
 def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:

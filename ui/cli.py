@@ -321,6 +321,8 @@ def cmd_search(args, settings: Settings) -> int:
         emit_json(result.to_dict())
         return 0
     print(f"confidence {result.confidence:.0f}%  ({result.mode}, {result.latency_ms:.0f} ms)")
+    if result.searched_in:
+        print(f"searched in: {result.searched_in}")
     for i, s in enumerate(result.sources, 1):
         snippet = " ".join(s.text.split())[:160]
         print(f"[{i}] {s.relevance:5.1f}  {s.file} p{s.page}  {snippet}")
@@ -348,6 +350,8 @@ def cmd_ask(args, settings: Settings) -> int:
         if answer.notice and answer.notice not in answer.answer:
             print(f"note: {answer.notice}")
         print(f"confidence {answer.confidence:.0f}% ({answer.mode})")
+        if answer.searched_in:
+            print(f"searched in: {answer.searched_in}")
         for i, s in enumerate(answer.sources, 1):
             print(f"[{i}] {s.file} p{s.page}  relevance {s.relevance:.0f}%")
     return 0

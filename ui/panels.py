@@ -138,6 +138,14 @@ def model_markdown(answer: Answer, lang: str) -> str:
     return text_md
 
 
+def searched_in_note(answer: Answer, lang: str) -> str:
+    """The question named its document: say where it was searched (empty otherwise)."""
+    if not answer.searched_in:
+        return ""
+    where = text(lang, "Searched in: {where}", "检索范围：{where}").format(where=_md_escape(answer.searched_in))
+    return f"\n\n> {icon('info')} {where}"
+
+
 def _md_escape(value: str) -> str:
     return literal_text(value).replace("*", "\\*").replace("_", "\\_")
 

@@ -11,7 +11,8 @@ from typing import Optional, Sequence
 from rapidfuzz import fuzz
 
 from backend.retrieval import crosslingual
-from backend.retrieval.text import normalize, query_entities, query_terms
+from backend.retrieval.kinds import kind_factor
+from backend.retrieval.text import normalize, query_entities, query_terms, searchable
 from backend.settings import RerankSettings
 from backend.types import Source
 
@@ -38,7 +39,7 @@ def keyword_score(question: str, text: str, idf: Optional[dict[str, float]] = No
     terms = query_terms(question)
     if not terms:
         return 0.0
-    haystack = normalize(text)
+    haystack = searchable(text)
     weights = [math.log1p(len(t)) * (idf.get(t, 1.0) if idf else 1.0) for t in terms]
     total = sum(weights)
     if total <= 0:
@@ -49,7 +50,7 @@ def keyword_score(question: str, text: str, idf: Optional[dict[str, float]] = No
 
 def candidate_idf(question: str, texts: Sequence[str]) -> dict[str, float]:
     """BM25-style inverse document frequency of the question's words within the candidate pool."""
-    haystacks = [normalize(t) for t in texts]
+    haystacks = [searchable(t) for t in texts]
     n = len(haystacks)
     idf = {}
     for term in query_terms(question):
@@ -62,7 +63,7 @@ def entity_score(question: str, text: str) -> float:
     entities = query_entities(question)
     if not entities:
         return 0.0
-    haystack = normalize(text)
+    haystack = searchable(text)
     return 100.0 * sum(1 for e in entities if e in haystack) / len(entities)
 
 
@@ -105,6 +106,7 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
                              "length": length_score(source.text), "rank": rank_score(rank, len(candidates))}
             source.scores = {s: source.scores[s] for s in SIGNALS}
             source.relevance, source.bridged = crosslingual.cross_relevance(source.scores), True
+            source.relevance *= kind_factor(question, source.kind)
             continue
         if asked not in idfs:
             idfs[asked] = candidate_idf(asked, [c.text for c in candidates])
@@ -117,4 +119,5 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
             "entity": entity_score(asked, source.text),
         }
         source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
+        source.relevance *= kind_factor(question, source.kind)
     return sorted(candidates, key=lambda s: -s.relevance)

@@ -11,6 +11,7 @@ import numpy as np
 
 from backend.retrieval import crosslingual
 from backend.retrieval.confidence import confidence
+from backend.retrieval.doc_scope import Scope, named_pages_first, narrowed
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
 from backend.retrieval.rerank import rerank, semantic_score
 from backend.retrieval.text import is_chinese
@@ -34,12 +35,15 @@ class Retriever:
         self._lock = threading.Lock()
 
     def search(self, collection: str, question: str, where: SearchFilter, mode: str = "rerank",
-               top: Optional[int] = None) -> SearchResult:
+               top: Optional[int] = None, scope: Optional[Scope] = None) -> SearchResult:
+        """``scope``: the document(s) the question names (doc_scope): searched alone, for the rest of the
+        question, with the pages it names first."""
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
         started = time.perf_counter()
         cfg = self.settings.retrieval
         top = top or cfg.top_k
+        asked, question, where = question, (scope.rest if scope and scope.rest else question), narrowed(where, scope)
         queries = self._queries(question)
         question_plan = crosslingual.plan(question, queries)
         vectors = self.embedder.embed_queries(queries)
@@ -50,17 +54,20 @@ class Retriever:
                          for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)]
                         if mode != "dense" else [])
         candidates = _collect(dense_lists, keyword_runs)
+        named_pages = self._named_page_sources(collection, scope, candidates)
         self._fill_similarity(collection, candidates, vectors)
         fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
                              + [RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights())
                                 for run in keyword_runs], k=cfg.rrf_k)
         for chunk_id, score in fused.items():
             candidates[chunk_id].rrf = score
-        ordered = [candidates[i] for i in order_by_score(fused)]
-        ranked = self._rank(mode, question_plan, ordered, len(dense_lists) + len(queries) * (mode != "dense"))
+        named_ids = {s.chunk_id for s in named_pages}
+        ordered = named_pages + [candidates[i] for i in order_by_score(fused) if i not in named_ids]
+        lists = len(dense_lists) + len(queries) * (mode != "dense")
+        ranked = named_pages_first(self._rank(mode, question_plan, ordered, lists), scope)
         sources = ranked[:top]
-        result = SearchResult(question=question, mode=mode, confidence=confidence(ranked), sources=sources,
-                              queries=queries)
+        result = SearchResult(question=asked, mode=mode, confidence=confidence(ranked), sources=sources,
+                              queries=queries, searched_in=scope.label() if scope else "")
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 
@@ -85,6 +92,18 @@ class Retriever:
         for s in by_mode:
             s.relevance = min(100.0, 100.0 * s.rrf / best_possible) if best_possible else 0.0
         return by_mode
+
+    def _named_page_sources(self, collection: str, scope: Optional[Scope],
+                            candidates: dict[str, Source]) -> list[Source]:
+        """Every chunk of the pages the question names (in the named documents), added to the candidates."""
+        if scope is None or not scope.pages:
+            return []
+        named = []
+        for doc_id in scope.doc_ids:
+            for row in self.store.chunks(collection, doc_id=doc_id):
+                if any(row.page <= p <= row.page_end for p in scope.pages):
+                    named.append(candidates.setdefault(row.id, _source(Hit(row, 0.0))))
+        return named
 
     def _fill_similarity(self, collection: str, candidates: dict[str, Source], vectors: np.ndarray) -> None:
         """Keyword-only hits get the real cosine too, from their stored vectors."""
@@ -146,4 +165,4 @@ def _collect(dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.Keywo
 def _source(hit: Hit) -> Source:
     row = hit.row
     return Source(file=row.filename, doc_id=row.doc_id, page=row.page, page_end=row.page_end,
-                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id, lang=row.lang)
+                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id, lang=row.lang, kind=row.kind)

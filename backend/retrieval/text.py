@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import unicodedata
 from functools import lru_cache
 from pathlib import Path
 from typing import Optional
+
+from backend.text import compact_math, fold_math, math_terms
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,13 @@ def _tokenizer():
 
 
 def normalize(text: str) -> str:
-    return unicodedata.normalize("NFKC", text).lower()
+    """NFKC and lower case, with LaTeX and Unicode math folded to one form (backend.text.fold_math)."""
+    return fold_math(text).lower()
+
+
+def searchable(text: str) -> str:
+    """A chunk's text as the lexical signals look words up in it (formulas also without their spaces)."""
+    return compact_math(normalize(text))
 
 
 @lru_cache(maxsize=4096)
@@ -84,6 +91,7 @@ def query_terms(question: str) -> tuple[str, ...]:
         if word not in ENGLISH_STOPWORDS and len(word) >= 2:
             terms.append(word)
     terms.extend(_NUMBER.findall(text))
+    terms.extend(math_terms(text))
     return tuple(dict.fromkeys(terms))[:_MAX_TERMS]
 
 
@@ -91,7 +99,7 @@ def query_terms(question: str) -> tuple[str, ...]:
 def query_entities(question: str) -> tuple[str, ...]:
     """Likely proper nouns: acronyms, capitalised words (not the first word), numbers, Chinese terms of 3+ chars
     or quoted/bracketed Chinese runs — the words that pin a passage down."""
-    text = unicodedata.normalize("NFKC", question)
+    text = fold_math(question)
     found: list[str] = []
     found += [m.lower() for m in _ACRONYM.findall(text)]
     words = text.split()
@@ -113,3 +121,4 @@ def is_chinese(text: str) -> bool:
     cjk = len(_CJK_RUN.findall(text) and "".join(_CJK_RUN.findall(text)))
     letters = sum(1 for ch in text if ch.isalpha())
     return letters > 0 and cjk / letters >= 0.3
+

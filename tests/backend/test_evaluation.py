@@ -76,3 +76,14 @@ def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
     assert set(saved["weights"]) == set(FEATURES) and saved["fitted_on"]["reports"] == ["mono.json", "old.json"]
     assert worst_band({"bins": [{"confidence": 0.9, "accuracy": 0.5, "n": 49},
                                 {"confidence": 0.3, "accuracy": 0.2, "n": 50}]}) == pytest.approx(0.1)
+
+
+def test_page_mrr_scores_sets_without_answers():
+    """arxiv-dev has empty ``answers``: the page is the metric (hit@k and an MRR on pages)."""
+    question = {**QUESTION, "answers": []}
+    sources = [src("a.pdf", 1, "title page"), src("b.pdf", 2, "other paper"), src("a.pdf", 2, "gold")]
+    m = question_metrics(sources, question)
+    assert m["hit@1"] == 0.0 and m["hit@5"] == 1.0
+    assert m["page_mrr@10"] == pytest.approx(1 / 3)
+    assert m["answer_hit@5"] == 0.0 and m["mrr@10"] == 0.0
+    assert question_metrics([], question)["page_mrr@10"] == 0.0

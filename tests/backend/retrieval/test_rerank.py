@@ -60,3 +60,25 @@ def test_length_prior_penalises_fragments():
     assert rr.length_score("short") == 0.0
     assert rr.length_score("x" * 400) == 100.0
     assert rr.length_score("x" * 5000) < 100.0
+
+
+def test_a_latex_question_matches_the_unicode_math_of_a_page():
+    """Questions write $\\frac{d^{2}\\sigma}{d\\rho d\\Lambda}$; the PDF's text layer has "dρ dΛd2σ"."""
+    question = r"What is the expression for $\frac{d^{2}\sigma}{d\rho d\Lambda}$ and $\tilde{\theta}_{n}$?"
+    formula = source("Σ(ρc,Λc) = Z ρc0 dρ Z Λc0 dΛ dρ dΛd2σ , (5.1) with θ̃n fixed")
+    prose = source("The expression for the cross section is given in the next section of the text.")
+    idf = rr.candidate_idf(question, [formula.text, prose.text])
+    assert rr.keyword_score(question, formula.text, idf) > rr.keyword_score(question, prose.text, idf)
+    assert {"d2σ", "dρ", "dλ", "θn"} <= set(query_terms(question))
+    assert rr.fuzzy_score(r"$\tilde{\theta}_{n}$ fixed", formula.text) == 100.0
+
+
+def test_reference_list_chunks_lose_to_the_passage_unless_references_are_asked_for():
+    weights = RerankSettings()
+    text = "Short text clustering with topic models and sparse vectors, evaluated on news titles."
+    passage, bibliography = source(text, similarity=0.85), source(text, similarity=0.85)
+    bibliography.kind = "references"
+    ranked = rr.rerank("How does short text clustering use topic models?", [bibliography, passage], weights)
+    assert ranked[0] is passage and bibliography.relevance < passage.relevance
+    ranked = rr.rerank("Which publications on short text clustering are cited?", [bibliography, passage], weights)
+    assert bibliography.relevance == pytest.approx(passage.relevance, abs=3)  # only the rank prior differs

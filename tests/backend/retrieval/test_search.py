@@ -95,7 +95,8 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     assert report["ingest"] is None
     for mode in MODES:
         metrics = report["modes"][mode]["all"]
-        assert set(metrics) == {"hit@1", "hit@5", "hit@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"}
+        assert set(metrics) == {"hit@1", "hit@5", "hit@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10",
+                                "page_mrr@10"}
         assert metrics["hit@10"] >= metrics["hit@5"] >= metrics["hit@1"]
         assert report["modes"][mode]["latency_ms"]["p95"] >= report["modes"][mode]["latency_ms"]["p50"] > 0
     assert report["modes"]["rerank"]["all"]["answer_hit@5"] >= 0.66

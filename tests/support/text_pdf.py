@@ -1,0 +1,41 @@
+"""Small real PDFs with a text layer, written with pdfium itself (no extra package): one line per text object."""
+
+from __future__ import annotations
+
+import ctypes
+import textwrap
+from pathlib import Path
+from typing import Sequence
+
+import pypdfium2 as pdfium
+import pypdfium2.raw as pdfium_c
+
+PAGE_SIZE = (612, 792)  # US Letter, points
+
+
+def write_text_pdf(path: Path, pages: Sequence[Sequence[str]], font_size: float = 11.0,
+                   width_chars: int = 90) -> Path:
+    """One page per item of ``pages``; each paragraph is wrapped into lines of Helvetica at ``font_size``."""
+    pdf = pdfium.PdfDocument.new()
+    try:
+        for paragraphs in pages:
+            page = pdf.new_page(*PAGE_SIZE)
+            y = PAGE_SIZE[1] - 72
+            for paragraph in paragraphs:
+                for line in textwrap.wrap(paragraph, width_chars) or [""]:
+                    _add_line(pdf, page, line, 72, y, font_size)
+                    y -= font_size * 1.5
+                y -= font_size
+            pdfium_c.FPDFPage_GenerateContent(page.raw)
+        pdf.save(str(path))
+    finally:
+        pdf.close()
+    return path
+
+
+def _add_line(pdf, page, line: str, x: float, y: float, font_size: float) -> None:
+    obj = pdfium_c.FPDFPageObj_NewTextObj(pdf.raw, b"Helvetica", ctypes.c_float(font_size))
+    buffer = ctypes.create_string_buffer((line + "\0").encode("utf-16-le"))
+    pdfium_c.FPDFText_SetText(obj, ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
+    pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
+    pdfium_c.FPDFPage_InsertObject(page.raw, obj)
