@@ -263,15 +263,17 @@ class DocLens:
         return self._search(kb, question, doc, mode, top, exclude)
 
     def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
-                exclude: Sequence[str] = ()) -> SearchResult:
+                exclude: Sequence[str] = (), said: Optional[str] = None) -> SearchResult:
+        """``said``: for a model's rewrite of the question, what the user wrote (the question and the
+        conversation); the rewrite is limited to a document only when the user named it there too."""
         try:
-            return self._search_open(kb, question, doc, mode, top, exclude)
+            return self._search_open(kb, question, doc, mode, top, exclude, said)
         except DocLensError:
             self.kbs.check_exists(kb)  # "was deleted", not the store's "collection ... does not exist"
             raise
 
     def _search_open(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
-                     exclude: Sequence[str]) -> SearchResult:
+                     exclude: Sequence[str], said: Optional[str] = None) -> SearchResult:
         if not question or not question.strip():
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
@@ -279,7 +281,10 @@ class DocLens:
         include = [self.find_document(kb, doc).doc_id] if doc else None
         excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
-        scope = scope_for(question, self._catalogs.get(kb.collection, kb.registry, excluded), include and include[0])
+        catalog = self._catalogs.get(kb.collection, kb.registry, excluded)
+        scope = scope_for(question, catalog, include and include[0])
+        if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
+            scope = None  # the model named that document, not the user: it must not narrow the search
         return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)
 
     @property
@@ -357,7 +362,8 @@ class DocLens:
             # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
             # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
             from backend.retrieval.fusion import fuse_results
-            result = fuse_results(result, self._search(kb, standalone, doc, "rerank", top), top)
+            said = "\n".join([*(turn.get("content") or "" for turn in answering.normalize_history(history)), question])
+            result = fuse_results(result, self._search(kb, standalone, doc, "rerank", top, said=said), top)
         for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
                                               searched_question=standalone):
             if update.done and update.answer is not None:
@@ -435,3 +441,8 @@ class DocLens:
         except DocLensError as exc:
             return False, str(exc)
         return True, f"{embedder.model_id}: OK ({embedder.dim} dimensions)"
+
+
+def _named_by_user(scope, said_scope) -> bool:
+    """Every document the rewrite is limited to was named in what the user wrote."""
+    return said_scope is not None and set(scope.doc_ids) <= set(said_scope.doc_ids)
