@@ -243,21 +243,23 @@ class Int8Runner:
 
     def embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
-            longest = max(count_tokens(self.tokenizer, texts)) + 2  # the special tokens
-            batch = self.tokenizer(texts, padding="max_length", truncation=True, return_tensors="np",
-                                   max_length=min(padded_length(longest), self.max_seq_length))
-            input_ids = np.asarray(batch["input_ids"], dtype=np.int64)
-            mask = np.asarray(batch["attention_mask"], dtype=np.int64)
+            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
+                                   pad_to_multiple_of=PAD_TO_MULTIPLE, return_tensors="np")
+            input_ids, mask = self._avoid_bad_lengths(np.asarray(batch["input_ids"], dtype=np.int64),
+                                                      np.asarray(batch["attention_mask"], dtype=np.int64))
             hidden = self.request.infer(_model_inputs(input_ids, mask))[self.model.outputs[0]].copy()
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
 
-
-def padded_length(tokens: int) -> int:
-    """The input length a batch is padded to: a multiple of 16 (OpenVINO prepares kernels per shape),
-    avoiding the lengths it gets wrong."""
-    length = -(-tokens // PAD_TO_MULTIPLE) * PAD_TO_MULTIPLE
-    return AVOIDED_LENGTHS.get(length, length)
+    def _avoid_bad_lengths(self, input_ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Pad further, with masked pad tokens, when the batch length is one OpenVINO gets wrong."""
+        length = input_ids.shape[1]
+        extra = min(AVOIDED_LENGTHS.get(length, length), self.max_seq_length) - length
+        if extra <= 0:
+            return input_ids, mask
+        pad_id = self.tokenizer.pad_token_id or 0
+        return (np.pad(input_ids, ((0, 0), (0, extra)), constant_values=pad_id),
+                np.pad(mask, ((0, 0), (0, extra)), constant_values=0))
 
 
 def _compiled(folder: Path, threads: int) -> Any:
