@@ -16,7 +16,8 @@ from typing import Any, Optional, Sequence
 from backend.errors import DocLensError
 from backend.retrieval.confidence import CALIBRATION_FILE, FEATURES, confidence_from_features, features, \
     fit_calibration, load_calibration, reliability
-from backend.types import IngestResult, ProgressCallback, ProgressEvent, SearchResult, Source
+from backend.types import (SEARCH_MODES, IngestResult, ProgressCallback, ProgressEvent, SearchMode, SearchResult,
+                           Source)
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def load_questions(path: Path, limit: int = 0) -> list[dict]:
 
 
 def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
-             modes: Sequence[str] = ("dense", "keyword", "hybrid", "rerank"), limit: int = 0,
+             modes: Sequence[str] = SEARCH_MODES, limit: int = 0,
              progress: Optional[ProgressCallback] = None, keep_details: bool = False,
              unanswerable: bool = False) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
@@ -108,7 +109,7 @@ def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = No
         details: dict[str, list] = {}
         for mode in modes:
             report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
-        main_mode = "rerank" if "rerank" in details else modes[0]
+        main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
         checked = list(details[main_mode])
         if unanswerable:
             _, left_out = _eval_mode(service, name, questions, main_mode, progress, leave_out_gold=True)
@@ -265,11 +266,9 @@ def probe_sentence(text: str) -> str:
 
 def selftest(service, kb_name: str, samples: int = 50,
              progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
-    kb = service.open_kb(kb_name)
-    complete = {d.doc_id for d in kb.registry.documents(status="complete")}
-    chunks = [c for c in service.store.chunks(kb.collection) if c.doc_id in complete and len(c.content) >= 30]
+    chunks = [c for c in service.indexed_chunks(kb_name) if len(c.content) >= 30]
     if not chunks:
-        raise DocLensError(f"knowledge base '{kb.name}' has no chunks to test: upload PDFs first")
+        raise DocLensError(f"knowledge base '{kb_name.strip()}' has no chunks to test: upload PDFs first")
     picked = random.Random(SAMPLE_SEED).sample(chunks, min(samples, len(chunks)))
     chunk_hits = {1: 0, 5: 0}
     page_hits = {1: 0, 5: 0}
@@ -277,7 +276,7 @@ def selftest(service, kb_name: str, samples: int = 50,
         if progress is not None:  # 20+ s on a busy machine: say how far along it is
             progress(ProgressEvent("search", file="self-test", file_index=1, file_count=1, current=index,
                                    total=len(picked)))
-        result = service.search(kb_name, probe_sentence(chunk.content), mode="rerank", top=5)
+        result = service.search(kb_name, probe_sentence(chunk.content), mode=SearchMode.RERANK, top=5)
         for k in (1, 5):
             top = result.sources[:k]
             chunk_hits[k] += any(s.chunk_id == chunk.id for s in top)
@@ -289,18 +288,16 @@ def selftest(service, kb_name: str, samples: int = 50,
 
 # -- ingest benchmark --------------------------------------------------------------------------
 
-def benchmark_ingest(settings, paths: Sequence[Path]) -> dict[str, Any]:
+def benchmark_ingest(service, paths: Sequence[Path]) -> dict[str, Any]:
     """Ingest into a throwaway knowledge base and report pages/s and peak memory."""
-    from backend.service import DocLens
     name = f"bench {time.strftime('%Y%m%d-%H%M%S')}"
-    with DocLens(settings) as service:
-        service.create_kb(name)
-        try:
-            started = time.perf_counter()
-            results = service.ingest(name, list(paths))
-            wall = time.perf_counter() - started
-        finally:
-            service.delete_kb(name)
+    service.create_kb(name)
+    try:
+        started = time.perf_counter()
+        results = service.ingest(name, list(paths))
+        wall = time.perf_counter() - started
+    finally:
+        service.delete_kb(name)
     speed = ingest_speed(results)
     return {"files": len(results), "failed": sum(not r.ok for r in results),
             "pages": sum(r.pages for r in results), "ocr_pages": sum(r.ocr_pages for r in results),

@@ -1,8 +1,9 @@
 """PDF files -> parsed pages -> chunks -> vectors -> rows, one document at a time, all or nothing.
 
-A document is registered as *pending* before its first row is written and becomes *complete* only after
-the last one; any failure or cancellation removes its rows, figures and registry entry again, and
-start-up (``DocLens.recover``) removes what a crash left pending.
+The knowledge base (``OpenKB``) keeps the books: a document is registered as *pending* before its first
+row is written and becomes *complete* only after the last one; any failure or cancellation removes its
+rows, figures and registry entry again (``OpenKB.remove_document``), and start-up
+(``KnowledgeBases.recover``) removes what a crash left pending. This module only turns files into rows.
 """
 
 from __future__ import annotations
@@ -11,10 +12,8 @@ import hashlib
 import logging
 import os
 import queue
-import shutil
 import threading
 import time
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional, Sequence
@@ -24,16 +23,17 @@ from backend.documents.figures import save_figure
 from backend.documents.limits import PDFIUM_STRING_LIMIT
 from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import ParsedPage, has_scanned_pages, inspect_pdf, iter_pages
+from backend.embedding.base import Embedder
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
 from backend.knowledge_bases import OpenKB, kb_deleted_message
+from backend.names import clean_file_name
 from backend.settings import Settings
-from backend.store.base import ChunkRow, VectorStore
+from backend.store.base import ChunkRow
 from backend.text import text_language
 from backend.types import Chunk, DocumentInfo, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
 
 log = logging.getLogger(__name__)
 
-MAX_NAME_BYTES = 240  # file names are shown and stored, never used as paths
 READ_AHEAD_PAGES = 32  # parsed pages of the next file held at most, figures included
 
 
@@ -79,30 +79,6 @@ def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]
     return items
 
 
-def clean_file_name(name: str) -> str:
-    """The user's name of a file, kept whole: only what follows the last ``/`` (a folder upload or a
-    browser may send a relative path), without control characters. A backslash is an ordinary character
-    on every OS (``old\\report.pdf`` is not ``report.pdf``). A name over MAX_NAME_BYTES is cut and ends
-    in a digest of the whole name, so two long names sharing their first bytes never replace each other."""
-    base = name.split("/")[-1].strip()
-    base = "".join(ch for ch in base if unicodedata.category(ch) != "Cc")
-    if base in ("", ".", ".."):
-        base = "document.pdf"
-    if len(base.encode("utf-8")) > MAX_NAME_BYTES:
-        base = _shortened_name(base)
-    return base
-
-
-def _shortened_name(name: str) -> str:
-    """``<start of the name>…~<12 hex of its SHA-256>.<ext>``, at most MAX_NAME_BYTES bytes."""
-    stem, dot, ext = name.rpartition(".")
-    if not dot or not stem or len(ext) > 8:
-        stem, ext = name, ""
-    suffix = f"…~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:12]}" + (f".{ext}" if ext else "")
-    room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
-    return stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip() + suffix
-
-
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
@@ -112,9 +88,10 @@ def file_sha256(path: Path) -> str:
 
 
 class Ingestor:
-    def __init__(self, settings: Settings, store: VectorStore, embedder):
+    """Turns files into rows of a knowledge base; the knowledge base does the bookkeeping and storing."""
+
+    def __init__(self, settings: Settings, embedder: Embedder):
         self.settings = settings
-        self.store = store
         self.embedder = embedder
 
     def run(self, kb: OpenKB, items: list[UploadItem], progress: Optional[ProgressCallback] = None,
@@ -179,29 +156,27 @@ class Ingestor:
         page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
         job = _Job(kb, item, doc_id=sha[:32], report=report, cancel=cancel)
-        if kb.registry.document(job.doc_id) is not None:  # rows and files only exist under an entry
-            self._discard(kb, job.doc_id)  # leftovers of an earlier attempt at the same content
-        kb.registry.add_pending(job.doc_id, item.name, sha)
+        kb.begin_document(job.doc_id, item.name, sha)
         try:
-            _keep_original(item.path, kb.folder / "files" / f"{job.doc_id}.pdf")
+            kb.keep_original(job.doc_id, item.path)
             pages = reader.pages() if reader is not None else iter_pages(
                 item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
             chunks = self._parse_and_chunk(job, page_count, pages)
             ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
             self._embed_and_store(job, chunks)
-            self._finish(job, chunks, page_count)
+            kb.complete_document(job.doc_id, job.pages, job.figures, len(chunks), page_count, job.check_cancel)
         except BaseException:
-            self._discard(kb, job.doc_id)
+            kb.remove_document(job.doc_id)
             raise
         replaced = previous if previous is not None and previous.doc_id != job.doc_id else None
         if replaced is not None:
-            self._discard(kb, replaced.doc_id)
+            kb.remove_document(replaced.doc_id)
         return IngestResult(item.name, "indexed" if replaced is None else "replaced", pages=page_count,
                             ocr_pages=sum(p.ocr for p in job.pages), chunks=len(chunks), figures=len(job.figures),
                             empty_ocr_pages=job.empty_ocr_pages, error=_notes(job, replaced))
 
     def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
-        figure_dir = job.kb.folder / "figures" / job.doc_id
+        figure_dir = job.kb.figure_dir(job.doc_id)
         for parsed in pages:
             job.check_cancel()
             job.report("ocr" if parsed.ocr else "parse", parsed.page, page_count,
@@ -253,20 +228,8 @@ class Ingestor:
         batch = 256
         for start in range(0, total, batch):
             job.check_cancel()
-            self.store.insert(job.kb.collection, rows[start:start + batch])
+            job.kb.add_rows(rows[start:start + batch])
             job.report("store", min(total, start + batch), total, f"storing {min(total, start + batch)} of {total}")
-
-    def _finish(self, job: _Job, chunks: list[Chunk], page_count: int) -> None:
-        registry = job.kb.registry
-        registry.add_pages(job.doc_id, [(p.page, p.text, p.ocr) for p in job.pages])
-        for figure in job.figures:
-            registry.add_figure(figure)
-        job.check_cancel()
-        registry.mark_complete(job.doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in job.pages),
-                               chunks=len(chunks), figures=len(job.figures))
-
-    def _discard(self, kb: OpenKB, doc_id: str) -> None:
-        remove_document_files(self.store, kb, doc_id)
 
 
 class _PageReader:
@@ -397,28 +360,6 @@ class _ReadAhead:
         if self._reader is not None:
             self._reader.stop()
             self._reader = None
-
-
-def remove_document_files(store: VectorStore, kb: OpenKB, doc_id: str) -> None:
-    """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.
-
-    The entry is marked first so that a crash half-way never leaves a "complete" document without rows
-    (e.g. the old version during a replace): start-up removes whatever is not complete.
-    """
-    kb.registry.mark_removing(doc_id)
-    store.delete_documents(kb.collection, [doc_id])
-    for folder in ("figures", "previews"):
-        shutil.rmtree(kb.folder / folder / doc_id, ignore_errors=True)
-    (kb.folder / "files" / f"{doc_id}.pdf").unlink(missing_ok=True)
-    kb.registry.remove_document(doc_id)
-
-
-def _keep_original(source: Path, target: Path) -> None:
-    """The PDF is kept (by content hash, never by its name) to render page previews later."""
-    target.parent.mkdir(exist_ok=True)  # inside the knowledge base's folder, never re-created here
-    partial = target.with_suffix(".part")
-    shutil.copyfile(source, partial)
-    partial.replace(target)
 
 
 def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count: int):

@@ -1,4 +1,14 @@
-"""Knowledge bases: one Milvus collection plus one folder (both named ``kb_<hex>``) per display name."""
+"""Knowledge bases: one Milvus collection plus one folder (both named ``kb_<hex>``) per display name.
+
+The knowledge base does the bookkeeping of its documents once (its folder layout, the registry entry
+of each document, adding, removing and recovering them); the store only stores and deletes rows, and
+the ingestor only turns files into rows. Folder layout::
+
+    kbs/kb_<hex>/registry.sqlite3       documents, pages, figures, summaries
+    kbs/kb_<hex>/files/<doc_id>.pdf     the original, by content hash (page previews are rendered from it)
+    kbs/kb_<hex>/figures/<doc_id>/      figure PNGs
+    kbs/kb_<hex>/previews/<doc_id>/     rendered pages (a cache)
+"""
 
 from __future__ import annotations
 
@@ -8,26 +18,95 @@ import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Sequence
 
 from backend import names
 from backend.errors import KnowledgeBaseDeleted, KnowledgeBaseError
-from backend.store.base import CollectionInfo, VectorStore
+from backend.store.base import ChunkRow, CollectionInfo, VectorStore
 from backend.store.registry import Registry
-from backend.types import KnowledgeBase
+from backend.types import DocumentInfo, Figure, KnowledgeBase, PageText
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class OpenKB:
-    """A knowledge base ready for work: its names, its collection info and its registry."""
+    """A knowledge base ready for work: its names, its collection info, its registry and its documents."""
     name: str
     collection: str
     folder: Path
     info: CollectionInfo
     registry: Registry
+    store: VectorStore
     deleted: threading.Event = field(default_factory=threading.Event)  # set when a delete begins
+
+    # -- its folder ---------------------------------------------------------------------------
+
+    def original_pdf(self, doc_id: str) -> Path:
+        return self.folder / "files" / f"{doc_id}.pdf"
+
+    def figure_dir(self, doc_id: str) -> Path:
+        return self.folder / "figures" / doc_id
+
+    def preview_dir(self, doc_id: str) -> Path:
+        return self.folder / "previews" / doc_id
+
+    # -- its documents ------------------------------------------------------------------------
+
+    def find_document(self, file: str) -> DocumentInfo:
+        """A document by the name the user knows (as given, or as stored: a long one is shortened)."""
+        doc = self.registry.document_by_file(file) or self.registry.document_by_file(names.clean_file_name(file))
+        if doc is None:
+            raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{self.name}'")
+        return doc
+
+    def figure(self, figure_id: str) -> Figure:
+        figure = next((f for f in self.registry.figures() if f.id == figure_id), None)
+        if figure is None:
+            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{self.name}'")
+        return figure
+
+    def begin_document(self, doc_id: str, file: str, sha256: str) -> None:
+        """Registered as pending before its first row or file is written: until ``complete_document`` it
+        is searched by no one and removed by ``remove_document`` (or at start after a crash)."""
+        if self.registry.document(doc_id) is not None:  # rows and files only exist under an entry
+            self.remove_document(doc_id)  # leftovers of an earlier attempt at the same content
+        self.registry.add_pending(doc_id, file, sha256)
+
+    def keep_original(self, doc_id: str, source: Path) -> None:
+        """The PDF is kept (by content hash, never by its name) to render page previews later."""
+        target = self.original_pdf(doc_id)
+        target.parent.mkdir(exist_ok=True)  # inside the knowledge base's folder, never re-created here
+        partial = target.with_suffix(".part")
+        shutil.copyfile(source, partial)
+        partial.replace(target)
+
+    def add_rows(self, rows: Sequence[ChunkRow]) -> None:
+        self.store.insert(self.collection, list(rows))
+
+    def complete_document(self, doc_id: str, pages: Sequence[PageText], figures: Sequence[Figure], chunks: int,
+                          page_count: int, check: Callable[[], None]) -> None:
+        """Its pages and figures are registered, then (``check`` passing: not cancelled, not deleted)
+        it is marked complete, the one step that makes it visible."""
+        self.registry.add_pages(doc_id, [(p.page, p.text, p.ocr) for p in pages])
+        for figure in figures:
+            self.registry.add_figure(figure)
+        check()
+        self.registry.mark_complete(doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in pages),
+                                    chunks=chunks, figures=len(figures))
+
+    def remove_document(self, doc_id: str) -> None:
+        """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.
+
+        The entry is marked first so that a crash half-way never leaves a "complete" document without rows
+        (e.g. the old version during a replace): start-up removes whatever is not complete.
+        """
+        self.registry.mark_removing(doc_id)
+        self.store.delete_documents(self.collection, [doc_id])
+        shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
+        shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
+        self.original_pdf(doc_id).unlink(missing_ok=True)
+        self.registry.remove_document(doc_id)
 
 
 def kb_deleted_message(kb: OpenKB) -> str:
@@ -107,7 +186,7 @@ class KnowledgeBases:
         registry = self.registry(collection)
         with self._guard:
             deleted = self._use(collection).deleted
-        return OpenKB(clean, collection, self.folder(collection), info, registry, deleted)
+        return OpenKB(clean, collection, self.folder(collection), info, registry, self.store, deleted)
 
     def _check_model(self, name: str, info: CollectionInfo) -> None:
         model, dim = self._embedding_signature()
@@ -117,6 +196,18 @@ class KnowledgeBases:
                 f"but {model} ({dim} dims) is configured: set embedding.model to {info.embedding_model} "
                 f"(or DOCLENS_EMBEDDING_MODEL) to use it, or create a new knowledge base and upload the "
                 f"documents again")
+
+    def recover(self) -> None:
+        """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
+        for listed in self.list():
+            pending = self.registry(listed.collection).pending_ids()
+            if not pending:
+                continue
+            log.warning("knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
+                        listed.name, len(pending))
+            kb = self.open(listed.name, check_model=False)
+            for doc_id in pending:
+                kb.remove_document(doc_id)
 
     # -- changes ------------------------------------------------------------------------------
 

@@ -1,7 +1,9 @@
-"""Knowledge-base display names and their Milvus collection names (``kb_`` + UTF-8 hex)."""
+"""Knowledge-base display names and their Milvus collection names (``kb_`` + UTF-8 hex), and the names
+of documents as stored (the user's file names, cleaned)."""
 
 from __future__ import annotations
 
+import hashlib
 import re
 import unicodedata
 from typing import Optional
@@ -12,6 +14,7 @@ COLLECTION_PREFIX = "kb_"
 MAX_NAME_CHARS = 42  # 42 four-byte characters -> 3 + 42*4*2 = 339 > 255, so the byte check below matters too
 MAX_COLLECTION_CHARS = 255  # Milvus server limit on collection names
 _HEX_BODY = re.compile(r"^(?:[0-9a-f]{2})+$")
+MAX_NAME_BYTES = 240  # file names are shown and stored, never used as paths
 
 
 def normalize_name(name: str) -> str:
@@ -56,3 +59,27 @@ def display_name(collection: str) -> Optional[str]:
     except (ValueError, UnicodeDecodeError):
         return None
     return name if name == normalize_name(name) and name else None
+
+
+def clean_file_name(name: str) -> str:
+    """The user's name of a file, kept whole: only what follows the last ``/`` (a folder upload or a
+    browser may send a relative path), without control characters. A backslash is an ordinary character
+    on every OS (``old\\report.pdf`` is not ``report.pdf``). A name over MAX_NAME_BYTES is cut and ends
+    in a digest of the whole name, so two long names sharing their first bytes never replace each other."""
+    base = name.split("/")[-1].strip()
+    base = "".join(ch for ch in base if unicodedata.category(ch) != "Cc")
+    if base in ("", ".", ".."):
+        base = "document.pdf"
+    if len(base.encode("utf-8")) > MAX_NAME_BYTES:
+        base = _shortened_name(base)
+    return base
+
+
+def _shortened_name(name: str) -> str:
+    """``<start of the name>…~<12 hex of its SHA-256>.<ext>``, at most MAX_NAME_BYTES bytes."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem or len(ext) > 8:
+        stem, ext = name, ""
+    suffix = f"…~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:12]}" + (f".{ext}" if ext else "")
+    room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
+    return stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip() + suffix

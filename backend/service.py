@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Union
+from typing import Any, Iterator, Optional, Sequence
 
-from backend.errors import DocLensError, KnowledgeBaseError
+from backend.errors import DocLensError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
+from backend.llm_clients import LLMClients
 from backend.settings import LLMSettings, Settings
 from backend.retrieval import text
 from backend.retrieval.doc_scope import Catalogs, scope_for
-from backend.store.base import SearchFilter
+from backend.store.base import ChunkRow, SearchFilter
 from backend.store.milvus import MilvusStore
-from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
-                           SearchResult)
+from backend.types import (Answer, AnswerUpdate, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
+                           SEARCH_MODES, SearchResult)
 
 log = logging.getLogger(__name__)
-
-MAX_SESSION_LLMS = 32  # clients kept for per-session model profiles; the oldest is closed beyond this
 
 
 class ModelState:
@@ -72,16 +70,13 @@ class DocLens:
         self._ingest_lock = threading.Lock()
         self._retriever = None
         self._catalogs = Catalogs()  # what each document can be called, for questions that name one
-        self._llm = None
+        self._llms = LLMClients(settings)
         self.model_state = ModelState()
-        self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
         text.configure(settings.data_dir / "cache")
         self.recover()
 
     def close(self) -> None:
-        for client in [self._llm, *self._drop_session_llms()]:
-            if client is not None:
-                client.close()
+        self._llms.close()
         self.store.close()
 
     def __enter__(self) -> "DocLens":
@@ -102,10 +97,7 @@ class DocLens:
             if embedding_changed:
                 self._embedder = None
             self._retriever = None  # rebuilt with the new settings and models on next use
-            old_llm, self._llm = self._llm, None
-        for client in [old_llm, *self._drop_session_llms()]:
-            if client is not None:
-                client.close()
+        self._llms.reset(settings)
 
     # -- models -------------------------------------------------------------------------------
 
@@ -179,51 +171,32 @@ class DocLens:
     def documents(self, kb_name: str) -> list[DocumentInfo]:
         return self.open_kb(kb_name, check_model=False).registry.documents()
 
-    def find_document(self, kb: OpenKB, file: str) -> DocumentInfo:
-        from backend.ingestion import clean_file_name  # the name as stored: a long one is shortened
-        doc = kb.registry.document_by_file(file) or kb.registry.document_by_file(clean_file_name(file))
-        if doc is None:
-            raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{kb.name}'")
-        return doc
+    @staticmethod
+    def find_document(kb: OpenKB, file: str) -> DocumentInfo:
+        return kb.find_document(file)
 
     def delete_document(self, kb_name: str, file: str) -> DocumentInfo:
         kb = self.open_kb(kb_name, check_model=False)
-        doc = self.find_document(kb, file)
-        self._remove_document(kb, doc.doc_id)
+        doc = kb.find_document(file)
+        kb.remove_document(doc.doc_id)
         log.info("deleted %s from knowledge base %r", doc.file, kb.name)
         return doc
 
-    def _remove_document(self, kb: OpenKB, doc_id: str) -> None:
-        from backend.ingestion import remove_document_files
-        remove_document_files(self.store, kb, doc_id)
+    @staticmethod
+    def _remove_document(kb: OpenKB, doc_id: str) -> None:  # kept for backend/bench_search.py
+        kb.remove_document(doc_id)
 
     def figures(self, kb_name: str, file: Optional[str] = None) -> list[Figure]:
         kb = self.open_kb(kb_name, check_model=False)
-        doc_id = self.find_document(kb, file).doc_id if file else None
+        doc_id = kb.find_document(file).doc_id if file else None
         return kb.registry.figures(doc_id)
 
     def figure(self, kb_name: str, figure_id: str) -> Figure:
-        return self._find_figure(self.open_kb(kb_name, check_model=False), figure_id)
-
-    @staticmethod
-    def _find_figure(kb: OpenKB, figure_id: str) -> Figure:
-        figure = next((f for f in kb.registry.figures() if f.id == figure_id), None)
-        if figure is None:
-            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{kb.name}'")
-        return figure
+        return self.open_kb(kb_name, check_model=False).figure(figure_id)
 
     def recover(self) -> None:
         """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
-        for kb in self.kbs.list():
-            registry = self.kbs.registry(kb.collection)
-            pending = registry.pending_ids()
-            if not pending:
-                continue
-            log.warning("knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
-                        kb.name, len(pending))
-            opened = OpenKB(kb.name, kb.collection, self.kbs.folder(kb.collection), None, registry)  # type: ignore[arg-type]
-            for doc_id in pending:
-                self._remove_document(opened, doc_id)
+        self.kbs.recover()
 
     # -- ingestion ----------------------------------------------------------------------------
 
@@ -243,7 +216,7 @@ class DocLens:
             raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
         with self._ingest_lock, self.kbs.writing(kb):  # one upload at a time per server and per knowledge base
             try:
-                return Ingestor(self.settings, self.store, self.embedder).run(kb, items, progress, cancel)
+                return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel)
             finally:  # fresh rows go into indexed segments now, not on the next restart
                 self._seal(kb)
 
@@ -278,8 +251,8 @@ class DocLens:
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
             raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
-        include = [self.find_document(kb, doc).doc_id] if doc else None
-        excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
+        include = [kb.find_document(doc).doc_id] if doc else None
+        excluded = kb.registry.pending_ids() + [kb.find_document(name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
         catalog = self._catalogs.get(kb.collection, kb.registry, excluded)
         scope = scope_for(question, catalog, include and include[0])
@@ -301,37 +274,11 @@ class DocLens:
 
     @property
     def llm(self):
-        from backend.llm import LLMClient
-        with self._embedder_lock:
-            if self._llm is None:
-                self._llm = LLMClient(self.settings)
-            return self._llm
+        return self._llms.server()
 
     def llm_for(self, profile: Optional[LLMSettings] = None):
-        """The client for one session's own model profile (endpoint, model, key), or the server's (None).
-
-        A profile only ever talks to its own base URL with its own key; the UI builds it (Settings tab)
-        and passes it with each call, so one user's choice never changes another's.
-        """
-        if profile is None:
-            return self.llm
-        from backend.llm import LLMClient
-        secret = profile.api_key.get_secret_value() if profile.api_key else ""
-        key = tuple(profile.model_dump(mode="json").items()) + (hashlib.sha256(secret.encode()).hexdigest(),)
-        with self._embedder_lock:
-            client = self._session_llms.pop(key, None) or LLMClient(
-                self.settings.model_copy(update={"llm": profile}))
-            self._session_llms[key] = client
-            evicted = list(self._session_llms)[:-MAX_SESSION_LLMS]
-            old = [self._session_llms.pop(k) for k in evicted]
-        for stale in old:
-            stale.close()
-        return client
-
-    def _drop_session_llms(self) -> list:
-        with self._embedder_lock:
-            clients, self._session_llms = list(self._session_llms.values()), {}
-        return clients
+        """The client for one session's own model profile, or the server's (None): see ``LLMClients``."""
+        return self._llms.for_profile(profile)
 
     def _translate(self, question: str) -> Optional[str]:
         from backend.retrieval.search import translation_prompt
@@ -339,8 +286,9 @@ class DocLens:
 
     def ask_stream(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
                    doc: Optional[str] = None, figure_id: Optional[str] = None,
-                   llm_profile: Optional[LLMSettings] = None) -> Iterator[Union[str, Answer]]:
-        """Stream an answer: text deltas (str) as they arrive, then the final ``Answer`` as the last item.
+                   llm_profile: Optional[LLMSettings] = None) -> Iterator[AnswerUpdate]:
+        """Stream an answer: an ``AnswerUpdate`` per text delta as it arrives, then the last one, ``done``,
+        with the final ``Answer``.
 
         ``history``: earlier turns as [{"role": "user"|"assistant", "content": str}], used to make the
         question standalone. ``figure_id``: ask about that figure with the vision model (one question).
@@ -352,8 +300,8 @@ class DocLens:
         llm = self.llm_for(llm_profile)
         if figure_id:
             answer = self._ask_about_figure(kb, question, figure_id, llm)
-            yield answer.answer
-            yield answer
+            yield AnswerUpdate(text=answer.answer, delta=answer.answer)
+            yield AnswerUpdate(text=answer.answer, done=True, answer=answer)
             return
         standalone = answering.condense_question(llm, history, question) if history else question
         top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
@@ -368,13 +316,13 @@ class DocLens:
                                               searched_question=standalone):
             if update.done and update.answer is not None:
                 update.answer.searched_in = result.searched_in
-                yield update.answer
+                yield update
             elif update.delta:
-                yield update.delta
+                yield update
 
     def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str, llm) -> Answer:
         from backend import answering
-        figure = self._find_figure(kb, figure_id)
+        figure = kb.figure(figure_id)
         page_text = kb.registry.page_text(figure.doc_id, figure.page)
         document_text = "\n\n".join(text for _, text in kb.registry.document_text(figure.doc_id))
         context = answering.figure_context(figure, page_text, document_text)
@@ -393,8 +341,7 @@ class DocLens:
         answer = None
         for update in self.ask_stream(kb_name, question, history=history, doc=doc, figure_id=figure_id,
                                       llm_profile=llm_profile):
-            if isinstance(update, Answer):
-                answer = update
+            answer = update.answer or answer
         assert answer is not None
         return answer
 
@@ -403,7 +350,7 @@ class DocLens:
         from backend import answering
         from backend.errors import LLMError
         kb = self.open_kb(kb_name, check_model=False)
-        doc = self.find_document(kb, file)
+        doc = kb.find_document(file)
         cached = None if refresh else kb.registry.summary(doc.doc_id)
         if cached:
             return cached
@@ -421,11 +368,52 @@ class DocLens:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
         from backend.documents.preview import render_page
         kb = self.open_kb(kb_name, check_model=False)
-        doc = self.find_document(kb, file)
-        pdf = kb.folder / "files" / f"{doc.doc_id}.pdf"
+        doc = kb.find_document(file)
+        pdf = kb.original_pdf(doc.doc_id)
         if not pdf.exists():
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
-        return render_page(pdf, page, highlight, kb.folder / "previews" / doc.doc_id)
+        return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id))
+
+    # -- quality checks (backend.evaluation: imported when asked for) -------------------------
+
+    def indexed_chunks(self, kb_name: str) -> list[ChunkRow]:
+        """The stored chunks of the knowledge base's complete documents (what the self-test asks back)."""
+        kb = self.open_kb(kb_name)
+        complete = {d.doc_id for d in kb.registry.documents(status="complete")}
+        return [c for c in self.store.chunks(kb.collection) if c.doc_id in complete]
+
+    def evaluate(self, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
+                 modes: Sequence[str] = SEARCH_MODES, limit: int = 0, progress: Optional[ProgressCallback] = None,
+                 keep_details: bool = False, unanswerable: bool = False) -> dict[str, Any]:
+        """Metrics per search mode on a qa.jsonl set (see ``backend.evaluation.run_eval``)."""
+        from backend.evaluation import run_eval
+        return run_eval(self, Path(qa_path), Path(docs_dir), kb_name=kb_name, modes=modes, limit=limit,
+                        progress=progress, keep_details=keep_details, unanswerable=unanswerable)
+
+    def selftest(self, kb_name: str, samples: int = 50, progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
+        """Recall of stored chunks asked back as questions."""
+        from backend.evaluation import selftest
+        return selftest(self, kb_name, samples=samples, progress=progress)
+
+    def benchmark_ingest(self, paths: Sequence[Path]) -> dict[str, Any]:
+        """Ingest into a throwaway knowledge base: pages/s and peak memory."""
+        from backend.evaluation import benchmark_ingest
+        return benchmark_ingest(self, paths)
+
+    @staticmethod
+    def eval_report_text(report: dict[str, Any]) -> str:
+        from backend.evaluation import format_report
+        return format_report(report)
+
+    @staticmethod
+    def calibrate(reports: Sequence[Path], mode: str = "rerank") -> dict[str, Any]:
+        """Fit the confidence on eval reports made with ``--details`` and save it; per report its
+        reliability and ``worst_band`` (the largest gap in a band of 50+ questions)."""
+        from backend.evaluation import calibrate_from_reports, worst_band
+        result = calibrate_from_reports([Path(p) for p in reports], mode=mode)
+        for check in result["per_report"].values():
+            check["worst_band"] = worst_band(check)
+        return result
 
     def check_llm(self, vision: bool = False, llm_profile: Optional[LLMSettings] = None) -> tuple[bool, str]:
         """Try the chat (or vision) endpoint once: (ok, one-line message without the key)."""

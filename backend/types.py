@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any, Callable, Optional
 
 
@@ -150,6 +151,17 @@ class Source:
                 "chunk_index": self.chunk_index, "kind": self.kind}
 
 
+class SearchMode(StrEnum):
+    """The one list of search modes (each is a plain string too: ``SearchMode.DENSE == "dense"``)."""
+    DENSE = "dense"  # vectors only
+    KEYWORD = "keyword"  # BM25 only
+    HYBRID = "hybrid"  # both, fused by weighted RRF
+    RERANK = "rerank"  # hybrid, then the composite rerank (the default)
+
+
+SEARCH_MODES: tuple[str, ...] = tuple(mode.value for mode in SearchMode)
+
+
 @dataclass
 class SearchResult:
     question: str
@@ -181,3 +193,12 @@ class Answer:
                 "sources": [s.to_dict() for s in self.sources],
                 "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice,
                 "searched_in": self.searched_in}
+
+
+@dataclass
+class AnswerUpdate:
+    """One step of a streamed answer: the text so far; the last update carries the final Answer."""
+    text: str
+    delta: str = ""
+    done: bool = False
+    answer: Optional[Answer] = None

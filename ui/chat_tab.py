@@ -11,7 +11,8 @@ from backend.service import DocLens
 from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui import panels
-from ui.common import doc_filter_dropdown, document_files, error_text, kb_dropdown, selected_file, warning_md
+from ui.common import (doc_filter_dropdown, document_files, error_text, kb_dropdown, selected_file, shows_errors,
+                       warning_md)
 from ui.i18n import lang_of, text
 from ui.icons import plain
 from ui.latex import literal_text, protect_currency
@@ -93,14 +94,11 @@ class ChatHandlers:
         files = document_files(self.service, kb)
         return files[0] if len(files) == 1 else None
 
+    @shows_errors("list figures", outputs=lambda line, kb, **_: _no_figures(kb, line))
     def figure_gallery(self, kb: Optional[str], doc_filter: Optional[str]) -> tuple[Any, list[dict[str, Any]]]:
         if not kb:
             return gr.update(value=[]), []
-        try:
-            figures = self.service.figures(kb, selected_file(doc_filter))
-        except Exception as exc:
-            log.warning("figures of %r: %s", kb, error_text(exc, "list figures"))
-            return gr.update(value=[]), []
+        figures = self.service.figures(kb, selected_file(doc_filter))
         shown = [(f, self.shown.show(f.path)) for f in figures]
         shown = [(f, path) for f, path in shown if path]
         return (gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
@@ -111,15 +109,13 @@ class ChatHandlers:
         caption = f"{figure.file} p{figure.page}"
         return f"{caption}: {figure.caption[:60]}" if figure.caption else caption
 
+    @shows_errors("summarise the document")
     def summary(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> str:
         lang = lang_of(request)
         file = self.panel_file(kb, doc_filter)
         if not file:
             return f"*{text(lang, 'Choose a document to see its summary.', '选择一个文档以查看摘要。')}*"
-        try:
-            return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file))
-        except Exception as exc:
-            return warning_md(error_text(exc, "summarise the document", lang))
+        return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file))
 
     # -- asking ---------------------------------------------------------------------------------
 
@@ -150,10 +146,10 @@ class ChatHandlers:
             for update in self.service.ask_stream(kb, question, history=list(turns or []),
                                                   doc=selected_file(doc_filter),
                                                   figure_id=(lock or {}).get("id"), llm_profile=llm_profile):
-                if isinstance(update, Answer):
-                    answer = update
+                if update.done:
+                    answer = update.answer
                     continue
-                streamed += update
+                streamed += update.delta
                 messages[-1]["content"] = protect_currency(streamed)
                 yield messages, skip, skip, skip, skip, skip, skip, skip, skip, skip
         except Exception as exc:
@@ -192,16 +188,13 @@ class ChatHandlers:
 
     # -- sources and figures -------------------------------------------------------------------
 
+    @shows_errors("show the page", outputs=lambda line, **_: _warned(line))
     def show_page(self, index: Optional[int], kb: Optional[str], sources: list[dict[str, Any]],
                   request: gr.Request = None) -> Any:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]
-        try:
-            path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
-        except Exception as exc:
-            gr.Warning(error_text(exc, "show the page", lang_of(request)))
-            return gr.skip()
+        path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
         return gr.update(value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}",
                          visible=True)
 
@@ -216,3 +209,14 @@ class ChatHandlers:
 
     def unlock_figure(self) -> tuple:
         return gr.update(visible=False), None
+
+
+def _no_figures(kb: Optional[str], line: str) -> tuple[Any, list[dict[str, Any]]]:
+    log.warning("figures of %r: %s", kb, line)
+    return gr.update(value=[]), []
+
+
+def _warned(line: str) -> Any:
+    """A toast instead of a page preview; the preview stays as it was."""
+    gr.Warning(line)
+    return gr.skip()

@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
+from backend.types import SEARCH_MODES, SearchMode
 
 log = logging.getLogger("doclens")
 COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "bench-search", "bench-layout",
@@ -149,7 +150,7 @@ def _add_question_commands(sub, common) -> None:
     p.add_argument("--kb", required=True)
     p.add_argument("question")
     p.add_argument("--doc", metavar="FILE")
-    p.add_argument("--mode", choices=["dense", "keyword", "hybrid", "rerank"], default="rerank")
+    p.add_argument("--mode", choices=SEARCH_MODES, default=SearchMode.RERANK.value)
     p.add_argument("--top", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_search)
@@ -169,7 +170,7 @@ def _add_question_commands(sub, common) -> None:
     p.add_argument("--qa", required=True, metavar="FILE.jsonl")
     p.add_argument("--docs", required=True, metavar="DIR")
     p.add_argument("--kb", help="use this knowledge base instead of a temporary one")
-    p.add_argument("--modes", default="dense,keyword,hybrid,rerank")
+    p.add_argument("--modes", default=",".join(SEARCH_MODES))
     p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
     p.add_argument("--json", metavar="OUT")
     p.add_argument("--details", action="store_true",
@@ -291,8 +292,8 @@ def cmd_figures(args, settings: Settings) -> int:
 
 
 def cmd_bench_ingest(args, settings: Settings) -> int:
-    from backend.evaluation import benchmark_ingest
-    report = benchmark_ingest(settings, [Path(p) for p in args.paths])
+    with open_service(settings) as service:
+        report = service.benchmark_ingest([Path(p) for p in args.paths])
     for key, value in report.items():
         print(f"{key:24} {value}")
     _write_json(args.json, report)
@@ -337,11 +338,11 @@ def cmd_ask(args, settings: Settings) -> int:
             return 0
         answer, streamed = None, ""
         for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
-            if isinstance(update, str):
-                streamed += update
-                print(update, end="", flush=True)
+            if update.done:
+                answer = update.answer
             else:
-                answer = update
+                streamed += update.delta
+                print(update.delta, end="", flush=True)
     if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
         # no model, or it failed: the final answer quotes the passages (as the web page shows it)
         print(("\n\n" if streamed else "") + answer.answer, end="")
@@ -364,34 +365,32 @@ def cmd_summary(args, settings: Settings) -> int:
 
 
 def cmd_eval(args, settings: Settings) -> int:
-    from backend.evaluation import format_report, run_eval
     from ui.progress import TerminalProgress
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with open_service(settings) as service, TerminalProgress() as progress:
-        report = run_eval(service, Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
-                          limit=args.limit, progress=progress, keep_details=args.details,
-                          unanswerable=args.unanswerable)
-    print(format_report(report))
+        report = service.evaluate(Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
+                                  limit=args.limit, progress=progress, keep_details=args.details,
+                                  unanswerable=args.unanswerable)
+    print(service.eval_report_text(report))  # a static method: the service is closed by now
     _write_json(args.json, report)
     return 0
 
 
 def cmd_calibrate(args, settings: Settings) -> int:
-    from backend.evaluation import calibrate_from_reports, worst_band
-    result = calibrate_from_reports([Path(p) for p in args.reports], mode=args.mode)
+    from backend.service import DocLens
+    result = DocLens.calibrate([Path(p) for p in args.reports], mode=args.mode)
     print(f"fitted on {result['questions']} questions; wrote {result['path']}")
     print(f"ECE {result['reliability']['ece']}")
     for row in result["reliability"]["bins"]:
         print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
     for name, check in result["per_report"].items():
-        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {worst_band(check)} off")
+        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {check['worst_band']} off")
     return 0
 
 
 def cmd_selftest(args, settings: Settings) -> int:
-    from backend.evaluation import selftest
     with open_service(settings) as service:
-        report = selftest(service, args.kb, samples=args.samples)
+        report = service.selftest(args.kb, samples=args.samples)
     if args.json:
         emit_json(report)
     else:

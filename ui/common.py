@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import logging
 import re
-from typing import Any, Optional
+from typing import Any, Callable, Optional, TypeVar
 
 import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
-from ui.i18n import label, text
+from ui.i18n import label, lang_of, text
 from ui.icons import icon
 
 log = logging.getLogger("doclens.ui")
@@ -43,6 +45,31 @@ def error_text(exc: BaseException, action: str, lang: str = "en") -> str:
         action=action if lang != "zh" else _zh_action(action), name=exc.__class__.__name__)
 
 
+Handler = TypeVar("Handler", bound=Callable[..., Any])
+
+
+def shows_errors(action: str, outputs: Optional[Callable[..., Any]] = None) -> Callable[[Handler], Handler]:
+    """A handler that never raises: a failure becomes one line for the user (``error_text``, in the language
+    of the call's ``lang`` or ``request``), returned as ``warning_md(line)``; or, for a handler with other
+    outputs, as ``outputs(line, **arguments)``, given the handler's arguments by name (defaults filled in)."""
+    def decorate(handler: Handler) -> Handler:
+        signature = inspect.signature(handler)
+
+        @functools.wraps(handler)  # Gradio reads the handler's own signature (request, progress)
+        def guarded(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return handler(*args, **kwargs)
+            except Exception as exc:
+                bound = signature.bind(*args, **kwargs)
+                bound.apply_defaults()
+                arguments = bound.arguments
+                lang = arguments["lang"] if isinstance(arguments.get("lang"), str) else lang_of(arguments.get("request"))
+                line = error_text(exc, action, lang)
+                return warning_md(line) if outputs is None else outputs(line, **arguments)
+        return guarded  # type: ignore[return-value]
+    return decorate
+
+
 def _zh_action(action: str) -> str:
     from ui.messages import ACTIONS_ZH
     return ACTIONS_ZH.get(action, action)
@@ -56,12 +83,13 @@ def is_temporary_kb(name: str) -> bool:
     return bool(_TEMPORARY_KB.match(name))
 
 
+def _no_choices(_line: str, *_args: Any, **_kwargs: Any) -> list[str]:
+    return []  # the page must still load when the store is unhappy (the failure is in the log)
+
+
+@shows_errors("list knowledge bases", outputs=_no_choices)
 def kb_names(service: DocLens) -> list[str]:
-    try:
-        return [kb.name for kb in service.list_kbs() if not is_temporary_kb(kb.name)]
-    except Exception as exc:  # the page must still load when the store is unhappy
-        error_text(exc, "list knowledge bases")
-        return []
+    return [kb.name for kb in service.list_kbs() if not is_temporary_kb(kb.name)]
 
 
 def pick(current: Optional[str], choices: list[str]) -> Optional[str]:
@@ -76,14 +104,9 @@ def kb_dropdown(service: DocLens, current: Optional[str]) -> Any:
     return gr.update(choices=choices, value=pick(current, choices))
 
 
+@shows_errors("list documents", outputs=_no_choices)
 def document_files(service: DocLens, kb: Optional[str]) -> list[str]:
-    if not kb:
-        return []
-    try:
-        return [doc.file for doc in service.documents(kb)]
-    except Exception as exc:
-        error_text(exc, "list documents")
-        return []
+    return [doc.file for doc in service.documents(kb)] if kb else []
 
 
 def all_documents_choice() -> tuple[Any, str]:

@@ -12,8 +12,8 @@ import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
-from backend.types import ProgressEvent
-from ui.common import document_files, error_text, kb_dropdown, warning_md
+from backend.types import SEARCH_MODES, ProgressEvent
+from ui.common import document_files, error_text, kb_dropdown, shows_errors, warning_md
 from ui.i18n import lang_of, text
 from ui.icons import icon
 from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progress_html, progress_text,  # noqa: F401
@@ -23,7 +23,7 @@ from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 
 log = logging.getLogger("doclens.ui")
 
-EVAL_MODES = ["dense", "keyword", "hybrid", "rerank"]
+EVAL_MODES = list(SEARCH_MODES)
 POLL_SECONDS = 1.0
 
 
@@ -88,25 +88,22 @@ class KBHandlers:
         update = kb_dropdown(self.service, kb)
         return update, self.documents_table(update["value"], request)
 
+    @shows_errors("create the knowledge base", outputs=lambda line, self, current, request, **_: (
+        warning_md(line), *self.refresh(current, request), gr.skip()))
     def create(self, name: str, current: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
-        try:
-            kb = self.service.create_kb(name or "")
-        except Exception as exc:
-            return (warning_md(error_text(exc, "create the knowledge base", lang)), *self.refresh(current, request),
-                    gr.skip())
+        kb = self.service.create_kb(name or "")
         return (f"{icon('ok')} {text(lang, 'Created', '已创建')} **{kb.name}**", *self.refresh(kb.name, request), "")
 
+    @shows_errors("rename the knowledge base", outputs=lambda line, **_: (
+        warning_md(line), gr.skip(), gr.skip(), gr.skip()))
     def rename(self, current: Optional[str], new_name: str, request: gr.Request = None) -> tuple:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
         if not current:
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
-        try:
-            kb = self.service.rename_kb(current, new_name or "")
-        except Exception as exc:
-            return warning_md(error_text(exc, "rename the knowledge base", lang)), gr.skip(), gr.skip(), gr.skip()
+        kb = self.service.rename_kb(current, new_name or "")
         return (f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{current}** → **{kb.name}**",
                 *self.refresh(kb.name, request), "")
 
@@ -119,32 +116,29 @@ class KBHandlers:
             lang, "Delete **{name}** and all its documents? This cannot be undone.",
             "删除 **{name}** 及其全部文档？此操作无法撤销。").format(name=current)), current
 
+    @shows_errors("delete the knowledge base", outputs=lambda line, **_: (
+        warning_md(line), hidden(), gr.skip(), gr.skip(), None))
     def delete(self, pending: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: status, confirmation row, kb picker, documents table, pending name. Deletes the knowledge
         base the confirmation named, never the picker's current value."""
         lang = lang_of(request)
         if not pending:
             return warning_md(choose_kb_first(lang)), hidden(), gr.skip(), gr.skip(), None
-        try:
-            self.service.delete_kb(pending)
-        except Exception as exc:
-            return warning_md(error_text(exc, "delete the knowledge base", lang)), hidden(), gr.skip(), gr.skip(), None
+        self.service.delete_kb(pending)
         return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{pending}**", hidden(),
                 *self.refresh(None, request), None)
 
     # -- documents ------------------------------------------------------------------------------
 
+    @shows_errors("list documents", outputs=lambda line, kb, request, **_: _no_documents(kb, line, request))
     def documents_table(self, kb: Optional[str], request: gr.Request = None) -> Any:
         lang = lang_of(request)
         rows = []
         if kb:
             running = self.jobs.running_in(kb)
-            try:
-                for d in self.service.documents(kb):
-                    event = next((job.file_progress(d.file) for job in running if job.file_progress(d.file)), None)
-                    rows.append([d.file, d.pages, d.chunks, d.figures, document_status(d, lang, event)])
-            except Exception as exc:
-                log.warning("documents of %r: %s", kb, error_text(exc, "list documents"))
+            for d in self.service.documents(kb):
+                event = next((job.file_progress(d.file) for job in running if job.file_progress(d.file)), None)
+                rows.append([d.file, d.pages, d.chunks, d.figures, document_status(d, lang, event)])
         return gr.update(value=rows, headers=doc_headers(lang))
 
     def file_choices(self, kb: Optional[str]) -> Any:
@@ -160,16 +154,15 @@ class KBHandlers:
             lang, "Delete **{file}** from **{kb}**? This cannot be undone.",
             "从 **{kb}** 删除 **{file}**？此操作无法撤销。").format(file=file, kb=kb)), {"kb": kb, "file": file}
 
+    @shows_errors("delete the document", outputs=lambda line, **_: (
+        warning_md(line), hidden(), gr.skip(), gr.skip(), None))
     def delete_document(self, pending: Optional[dict[str, str]], request: gr.Request = None) -> tuple:
         """Outputs: status, confirmation row, documents table, file picker, pending."""
         lang = lang_of(request)
         if not pending:
             return warning_md(text(lang, "Choose a document first.", "请先选择文档。")), hidden(), gr.skip(), gr.skip(), None
         kb = pending["kb"]
-        try:
-            doc = self.service.delete_document(kb, pending["file"])
-        except Exception as exc:
-            return warning_md(error_text(exc, "delete the document", lang)), hidden(), gr.skip(), gr.skip(), None
+        doc = self.service.delete_document(kb, pending["file"])
         return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{doc.file}**", hidden(),
                 self.documents_table(kb, request), self.file_choices(kb), None)
 
@@ -237,6 +230,7 @@ class KBHandlers:
 
     # -- quality checks -------------------------------------------------------------------------
 
+    @shows_errors("run the self-test")
     def selftest(self, kb: Optional[str], samples: float, request: gr.Request = None,
                  progress: gr.Progress = gr.Progress()) -> str:
         lang = lang_of(request)
@@ -247,31 +241,25 @@ class KBHandlers:
             progress(event.fraction, desc=text(lang, "self-test question {i} of {n}", "自测问题 {i}/{n}").format(
                 i=event.current, n=event.total))
 
-        try:
-            from backend.evaluation import selftest  # optional room: imported when asked for
-            report = selftest(self.service, kb, samples=int(samples or 50), progress=on_progress)
-        except Exception as exc:
-            return warning_md(error_text(exc, "run the self-test", lang))
+        report = self.service.selftest(kb, samples=int(samples or 50), progress=on_progress)
         return dict_markdown(report, lang)
 
+    @shows_errors("run the evaluation")
     def evaluate(self, kb: Optional[str], qa_path: str, docs_dir: str, use_current_kb: bool, modes: list[str],
                  limit: float, request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> str:
-        lang = lang_of(request)
-        try:
-            qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
-        except DocLensError as exc:
-            return warning_md(error_text(exc, "run the evaluation", lang))
+        qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
 
         def on_progress(event: ProgressEvent) -> None:
             progress(event.fraction if event.file_count else 0.0, desc=event.message or event.stage)
 
-        try:
-            from backend.evaluation import format_report, run_eval
-            report = run_eval(self.service, qa, docs, kb_name=kb if use_current_kb else None,
-                              modes=modes or EVAL_MODES, limit=int(limit or 0), progress=on_progress)
-            return f"```text\n{format_report(report)}\n```"
-        except Exception as exc:
-            return warning_md(error_text(exc, "run the evaluation", lang))
+        report = self.service.evaluate(qa, docs, kb_name=kb if use_current_kb else None,
+                                       modes=modes or EVAL_MODES, limit=int(limit or 0), progress=on_progress)
+        return f"```text\n{self.service.eval_report_text(report)}\n```"
+
+
+def _no_documents(kb: Optional[str], line: str, request: Optional[gr.Request]) -> Any:
+    log.warning("documents of %r: %s", kb, line)
+    return gr.update(value=[], headers=doc_headers(lang_of(request)))
 
 
 def choose_kb_first(lang: str) -> str:

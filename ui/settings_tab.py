@@ -19,7 +19,7 @@ from pydantic import SecretStr
 from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import EmbeddingSettings, LLMSettings, OCRSettings, Settings, with_changes
-from ui.common import error_text, warning_md
+from ui.common import shows_errors, warning_md
 from ui.i18n import label, lang_of, text
 from ui.icons import icon
 from ui.messages import translate_error
@@ -90,6 +90,8 @@ class SettingsHandlers:
             values[index] = gr.update(value=values[index], interactive=operator)
         return (text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE)), *values)
 
+    @shows_errors("apply the settings", outputs=lambda line, self, lang, **_: (
+        warning_md(line), *self.current_values(None, lang), "", ""))
     def apply(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
               embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
               llm_timeout: Optional[float] = None, lang: str = "en") -> tuple:
@@ -97,24 +99,19 @@ class SettingsHandlers:
         An empty number keeps its current value."""
         current = self.service.settings
         llm_url, embedding_url = (llm_url or "").strip(), (embedding_url or "").strip()
-        try:
-            new_settings = with_changes(current, {
-                "llm": {"base_url": llm_url, "model": (llm_model or "").strip(),
-                        "vision_model": (vision_model or "").strip(),
-                        "timeout": current.llm.timeout if llm_timeout is None else llm_timeout,
-                        "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url)},
-                "embedding": {"provider": provider, "model": (embedding_model or "").strip(),
-                              "base_url": embedding_url,
-                              "api_key": bound_key(embedding_key, current.embedding.api_key,
-                                                   current.embedding.base_url or current.llm.base_url,
-                                                   embedding_url or llm_url)},
-                "ocr": {"engine": ocr_engine},
-            })
-            self.service.reconfigure(new_settings)
-        except SettingsError as exc:
-            return (warning_md(translate_error(str(exc), lang)), *self.current_values(None, lang), "", "")
-        except Exception as exc:
-            return (warning_md(error_text(exc, "apply the settings", lang)), *self.current_values(None, lang), "", "")
+        new_settings = with_changes(current, {
+            "llm": {"base_url": llm_url, "model": (llm_model or "").strip(),
+                    "vision_model": (vision_model or "").strip(),
+                    "timeout": current.llm.timeout if llm_timeout is None else llm_timeout,
+                    "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url)},
+            "embedding": {"provider": provider, "model": (embedding_model or "").strip(),
+                          "base_url": embedding_url,
+                          "api_key": bound_key(embedding_key, current.embedding.api_key,
+                                               current.embedding.base_url or current.llm.base_url,
+                                               embedding_url or llm_url)},
+            "ocr": {"engine": ocr_engine},
+        })
+        self.service.reconfigure(new_settings)
         log.info("settings changed from the web page: %s", _summary(new_settings))
         applied = text(lang, "Applied to this server (not saved to disk).", "已应用于本服务器（未写入磁盘）。")
         return (f"{icon('ok')} {applied}", *self.current_values(None, lang), "", "")
@@ -156,11 +153,9 @@ class SettingsHandlers:
         return self._check(text(lang, "Embedding", "向量模型"), self.service.check_embedding, lang)
 
     @staticmethod
+    @shows_errors("test the connection", outputs=lambda line, name, **_: check_line(name, (False, line)))
     def _check(name: str, run, lang: str = "en") -> str:
-        try:
-            return check_line(name, run())
-        except Exception as exc:
-            return check_line(name, (False, error_text(exc, "test the connection", lang)))
+        return check_line(name, run())
 
 
 def _summary(settings: Settings) -> str:

@@ -17,11 +17,11 @@ from backend.retrieval.rerank import rerank, semantic_score
 from backend.retrieval.text import is_chinese
 from backend.settings import Settings
 from backend.store.base import Hit, SearchFilter, VectorStore
-from backend.types import SearchResult, Source
+from backend.types import SEARCH_MODES, SearchResult, Source
 
 log = logging.getLogger(__name__)
 
-MODES = ("dense", "keyword", "hybrid", "rerank")
+MODES = SEARCH_MODES  # the one list lives in backend.types
 Translator = Callable[[str], Optional[str]]
 
 

@@ -13,7 +13,7 @@ import pytest
 from backend.documents.chunking import chunk_pages
 from backend.documents.pdf import parse_pdf
 from backend.errors import KnowledgeBaseError
-from backend.ingestion import MAX_NAME_BYTES, clean_file_name
+from backend.names import MAX_NAME_BYTES, clean_file_name
 from backend.service import DocLens
 from backend.types import ProgressEvent
 from tests.backend.documents import hostile_pdfs
@@ -142,7 +142,7 @@ def test_an_upload_waiting_for_a_deleted_kb_says_so(service, kb):
     from backend.ingestion import Ingestor, collect_uploads
     with pytest.raises(KnowledgeBaseError, match=f"the knowledge base '{kb}' was deleted"):
         with service.kbs.writing(opened):
-            Ingestor(service.settings, service.store, service.embedder).run(opened, collect_uploads([PHYSICS]))
+            Ingestor(service.settings, service.embedder).run(opened, collect_uploads([PHYSICS]))
     assert not opened.folder.exists()
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from backend import names
@@ -79,3 +81,43 @@ def test_model_mismatch_is_a_clear_error(tmp_path):
         # Listing, renaming and deleting still work: only using the vectors needs the same model.
         assert [kb.embedding_model for kb in service.list_kbs()] == ["BAAI/bge-small-zh-v1.5"]
         service.delete_kb("kb")
+
+
+# ------------------------------------------------------------ the document lifecycle (issue 14 item 3)
+
+def test_the_knowledge_base_owns_its_folder_layout_and_removes_documents(service, tmp_path):
+    from tests.backend.test_ingestion import PHYSICS
+    service.create_kb("layout")
+    [result] = service.ingest("layout", [PHYSICS])
+    assert result.ok and result.figures > 0
+    kb = service.open_kb("layout")
+    doc = kb.find_document(PHYSICS.name)
+    assert kb.original_pdf(doc.doc_id).is_file()
+    figures = kb.registry.figures(doc.doc_id)
+    assert figures and all(Path(f.path).parent == kb.figure_dir(doc.doc_id) for f in figures)
+    preview = service.page_image("layout", PHYSICS.name, 1)
+    assert preview.parent == kb.preview_dir(doc.doc_id)
+    assert kb.figure(figures[0].id) == figures[0]
+
+    kb.remove_document(doc.doc_id)
+    assert not kb.original_pdf(doc.doc_id).exists()
+    assert not kb.figure_dir(doc.doc_id).exists() and not kb.preview_dir(doc.doc_id).exists()
+    assert kb.registry.document(doc.doc_id) is None
+    assert service.store.chunks(kb.collection, doc_id=doc.doc_id) == []
+    with pytest.raises(KnowledgeBaseError, match="is not in knowledge base 'layout'"):
+        kb.find_document(PHYSICS.name)
+
+
+def test_recovery_removes_a_document_left_pending_by_a_crash(settings, tmp_path):
+    """An upload that died after registering and keeping its original: the next start removes both."""
+    from tests.backend.test_ingestion import PHYSICS
+    with DocLens(settings) as first:
+        first.create_kb("crashed")
+        kb = first.open_kb("crashed")
+        kb.begin_document("0" * 32, PHYSICS.name, "0" * 64)
+        kb.keep_original("0" * 32, PHYSICS)
+        assert kb.registry.pending_ids() == ["0" * 32]
+    with DocLens(settings) as second:  # the start recovers (KnowledgeBases.recover)
+        kb = second.open_kb("crashed")
+        assert kb.registry.pending_ids() == [] and kb.registry.document("0" * 32) is None
+        assert not kb.original_pdf("0" * 32).exists()

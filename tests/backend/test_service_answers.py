@@ -149,9 +149,11 @@ def stopped_server_url() -> str:
 
 def test_stream_yields_deltas_then_an_llm_answer_citing_numbered_sources(service: DocLens, fake: FakeOpenAI):
     updates = list(service.ask_stream(KB, QUESTION))
-    *deltas, final = updates
-    assert isinstance(final, Answer) and final.mode == "llm" and not final.notice
-    assert len(deltas) >= 2 and all(isinstance(d, str) for d in deltas)
+    *steps, last = updates
+    final, deltas = last.answer, [step.delta for step in steps]
+    assert last.done and isinstance(final, Answer) and final.mode == "llm" and not final.notice
+    assert len(deltas) >= 2 and all(deltas) and not any(step.done for step in steps)
+    assert steps[-1].text == "".join(deltas)  # each update carries the text so far
     assert "".join(deltas).strip() == final.answer
     assert "$$E=mc^2$$" in final.answer and "$x^2$" in final.answer
     [request] = answer_requests(fake)
@@ -167,8 +169,9 @@ def test_deltas_reach_the_caller_while_the_model_is_still_writing(service: DocLe
         arrivals = [(time.monotonic(), update) for update in service.ask_stream(KB, QUESTION)]
     finally:
         fake.stream_delay = 0.0
-    first_delta_at = next(at for at, update in arrivals if isinstance(update, str))
-    final_at, final = arrivals[-1]
+    first_delta_at = next(at for at, update in arrivals if not update.done)
+    final_at, last = arrivals[-1]
+    final = last.answer
     assert isinstance(final, Answer) and final.mode == "llm"
     assert final_at - first_delta_at >= 0.3  # streamed, not buffered until the end
 
@@ -178,9 +181,10 @@ def test_a_stream_stalling_mid_answer_ends_in_an_extractive_answer(service: DocL
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
     fake.hang_next(10, after_chunks=2, path=CHAT_PATH)
     started = time.monotonic()
-    *deltas, final = list(service.ask_stream(KB, QUESTION))
+    *steps, last = list(service.ask_stream(KB, QUESTION))
+    final = last.answer
     assert time.monotonic() - started < 6
-    assert deltas and all(isinstance(d, str) for d in deltas)  # what had arrived was shown
+    assert steps and all(step.delta and not step.done for step in steps)  # what had arrived was shown
     assert isinstance(final, Answer) and final.mode == "extractive" and "timed out" in final.notice
 
 

@@ -1,0 +1,89 @@
+"""Answers from the model, streamed, falling back to quoting passages when there is no model or it fails."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Iterator, Optional, Sequence
+
+from backend.answering.citations import validate_citations
+from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
+from backend.answering.prompts import HistoryLike, build_prompt
+from backend.errors import LLMError
+from backend.llm import LLMClient, LLMCutOff
+from backend.types import Answer, AnswerUpdate, Source
+
+logger = logging.getLogger(__name__)
+
+
+def answer_stream(llm: Optional[LLMClient], question: str, sources: Sequence[Source], confidence: float,
+                  history: HistoryLike = None, *, language: Optional[str] = None,
+                  searched_question: Optional[str] = None) -> Iterator[AnswerUpdate]:
+    """Stream an answer from the model; the last update has done=True and the final Answer.
+
+    Without a model, or when the model fails (even mid-answer), the final Answer quotes the best
+    passages instead (mode "extractive") and its notice says why.
+    """
+    numbered = list(sources)
+    if llm is not None:
+        numbered = numbered[: llm.settings.llm.context_sources]
+    searched = searched_question or question
+    if not numbered:
+        yield _final(Answer(NO_SOURCES_TEXT, "extractive", confidence, [], question=searched))
+        return
+    if llm is None or not llm.configured:
+        yield _final(extractive_answer(question, numbered, confidence, NO_MODEL_NOTICE, searched_question=searched))
+        return
+    text = ""
+    failure: Optional[LLMError] = None
+    cut_off: Optional[LLMCutOff] = None
+    try:
+        for delta in llm.stream_chat(build_prompt(question, numbered, history, language)):
+            text += delta
+            yield AnswerUpdate(text=text, delta=delta)
+    except LLMCutOff as exc:  # what arrived is kept, marked as incomplete
+        cut_off = exc
+    except LLMError as exc:
+        failure = exc
+    if failure is not None or not text.strip():
+        reason = str(failure) if failure else "the model returned an empty answer"
+        logger.warning("answering with the model failed, quoting passages instead: %s", reason)
+        yield _final(extractive_answer(question, numbered, confidence, model_failed_notice(reason),
+                                       searched_question=searched))
+        return
+    answer = _llm_answer(text, numbered, confidence, searched)
+    yield _final(_marked_cut_off(answer, cut_off.reason) if cut_off else answer)
+
+
+def _marked_cut_off(answer: Answer, reason: str) -> Answer:
+    """The text ends in "…" and the notice says the model's answer stops short."""
+    notice = f"The model's answer was cut off ({reason}), so it may be incomplete."
+    answer.answer = answer.answer.rstrip() + " …"
+    answer.notice = f"{notice} {answer.notice}".strip()
+    return answer
+
+
+def answer_question(llm: Optional[LLMClient], question: str, sources: Sequence[Source], confidence: float,
+                    history: HistoryLike = None, **options: Any) -> Answer:
+    """The final Answer of answer_stream, for callers that do not stream (CLI, API)."""
+    final: Optional[Answer] = None
+    for update in answer_stream(llm, question, sources, confidence, history, **options):
+        final = update.answer or final
+    assert final is not None  # answer_stream always ends with an Answer
+    return final
+
+
+def model_failed_notice(reason: str) -> str:
+    return f"The language model failed ({reason.rstrip('.')}), so this answer quotes the most relevant passages."
+
+
+def _final(answer: Answer) -> AnswerUpdate:
+    return AnswerUpdate(text=answer.answer, done=True, answer=answer)
+
+
+def _llm_answer(text: str, sources: list[Source], confidence: float, searched: str) -> Answer:
+    cleaned, removed = validate_citations(text.strip(), len(sources))
+    notice = ""
+    if removed:
+        listed = ", ".join(f"[{n}]" for n in removed)
+        notice = f"The model cited sources that do not exist ({listed}); those citations were removed."
+    return Answer(cleaned, "llm", confidence, sources, notice=notice, question=searched)
