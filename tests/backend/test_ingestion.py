@@ -325,7 +325,7 @@ def test_crash_while_removing_is_finished_at_start(service, kb):
     service.ingest(kb, [PHYSICS])
     doc = service.documents(kb)[0]
     opened = open_kb(service, kb)
-    opened.registry.mark_removing(doc.doc_id)  # what remove_document_files does first ...
+    opened.registry.mark_removing(doc.doc_id)  # what OpenKB.remove_document does first ...
     service.store.delete_documents(opened.collection, [doc.doc_id])  # ... then a crash after the rows went
     service.recover()
     assert service.documents(kb) == []
