@@ -67,7 +67,7 @@ class _Job:
 
 def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]] = None) -> list[UploadItem]:
     """Files as given (validated later, so a renamed .txt gets its reason) and PDFs found in folders."""
-    items = []
+    items: list[UploadItem] = []
     for index, path in enumerate(paths):
         path = Path(path)
         if path.is_dir():

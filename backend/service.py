@@ -255,7 +255,7 @@ class DocLens:
         excluded = kb.registry.pending_ids() + [kb.find_document(name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
         catalog = self._catalogs.get(kb.collection, kb.registry, excluded)
-        scope = scope_for(question, catalog, include and include[0])
+        scope = scope_for(question, catalog, include[0] if include else None)
         if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
             scope = None  # the model named that document, not the user: it must not narrow the search
         return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)

@@ -8,6 +8,7 @@ per store per process, so tests switch the one service between configurations wi
 from __future__ import annotations
 
 import copy
+import inspect
 import logging
 import re
 import shutil
@@ -25,7 +26,7 @@ from tests.conftest import SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest
 from ui.app import build_app, parse_auth
 from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
-from ui.common import ALL_DOCUMENTS, error_text, kb_names
+from ui.common import ALL_DOCUMENTS, error_text, kb_names, shows_errors
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
 from ui.icons import SYMBOLS, icon
 from ui.latex import CURRENCY_HTML
@@ -224,6 +225,25 @@ def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
             text = error_text(exc, "answer the question")
     assert text == "could not answer the question: unexpected KeyError (details are in the server log)"
     assert "boom" in caplog.text and "Traceback" in caplog.text
+
+
+def test_handlers_turn_failures_into_one_line_through_one_decorator(service: DocLens, caplog) -> None:
+    @shows_errors("run the demo", outputs=lambda line, value, **_: (line, value))
+    def demo(value: int, request: gr.Request = None) -> tuple:
+        raise KeyError("boom")
+
+    @shows_errors("run the demo")
+    def plain(lang: str = "en") -> str:
+        raise SettingsError("llm.timeout must be a number")
+
+    with caplog.at_level(logging.ERROR, logger="doclens.ui"):
+        assert demo(7) == ("could not run the demo: unexpected KeyError (details are in the server log)", 7)
+    assert "Traceback" in caplog.text
+    assert plain() == f"{WARN} llm.timeout must be a number"
+    assert plain(lang="zh").startswith(WARN) and plain("zh") == plain(lang="zh")
+    assert "progress" in inspect.signature(KBHandlers(service).selftest).parameters  # what Gradio reads
+    renamed = KBHandlers(service).rename("no such kb", "other")
+    assert renamed[0].startswith(WARN) and "does not exist" in renamed[0] and len(renamed) == 4
 
 
 def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenAI, figure: Figure) -> None:
