@@ -419,13 +419,13 @@ class DocLens:
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
-        from backend.documents.preview import render_page
+        from backend.documents.preview import ocr_line_reader, render_page
         kb = self.open_kb(kb_name, check_model=False)
         doc = self.find_document(kb, file)
         pdf = kb.folder / "files" / f"{doc.doc_id}.pdf"
         if not pdf.exists():
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
-        return render_page(pdf, page, highlight, kb.folder / "previews" / doc.doc_id)
+        return render_page(pdf, page, highlight, kb.folder / "previews" / doc.doc_id, ocr_line_reader(self.settings))
 
     def check_llm(self, vision: bool = False, llm_profile: Optional[LLMSettings] = None) -> tuple[bool, str]:
         """Try the chat (or vision) endpoint once: (ok, one-line message without the key)."""

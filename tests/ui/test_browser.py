@@ -328,6 +328,52 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
 
 
+SCAN_PASSAGE = ("Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
+                "planted barley instead of wheat on the eastern terraces.")
+
+
+def frame_pixels(png: bytes) -> int:
+    """How many pixels of a page preview have the frame's colour (backend/documents/preview.py)."""
+    import io
+
+    from PIL import Image
+
+    from backend.documents.preview import FRAME_COLOUR
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for pixel in image.getdata() if max(abs(a - b) for a, b in zip(pixel, FRAME_COLOUR)) < 30)
+
+
+def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: RunningApp, page, tmp_path) -> None:
+    """Item 19: a scan has no text layer; clicking its source shows the page with the passage framed
+    (found through OCR of the page)."""
+    from tests.support.text_pdf import write_scanned_pdf
+
+    scan = write_scanned_pdf(tmp_path / "harbour-scan.pdf", [[
+        "Harbour tides were measured every morning by the keeper of the northern lighthouse.", SCAN_PASSAGE,
+        "Closing remarks about the weather station and its brass instruments."]])
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-scan")
+    page.locator("#upload-files input[type=file]").set_input_files(str(scan))
+    page.locator("#upload-files").get_by_text(scan.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    open_tab(page, "Chat")
+    choose(page, "kb-select", "kb-scan")
+    wait_idle(page)
+    ask(page, "How did the rainfall change after the reservoir opened?")
+    rows = page.locator("#sources tbody tr")
+    rows.first.wait_for()
+    assert scan.name in rows.first.inner_text()
+    rows.first.click()
+    image = page.locator("#page-preview img")
+    image.wait_for(timeout=ANSWER_TIMEOUT_MS)  # the first preview of a scanned page runs OCR: seconds
+    page.locator("#page-preview").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "scanned-preview.png"))
+    png = page.request.get(page.evaluate("(src) => new URL(src, location.href).href", image.get_attribute("src")))
+    assert png.ok and frame_pixels(png.body()) > 500, "the cited passage is framed on the scanned page"
+
+
 def ui_string_pairs() -> list[tuple[str, str]]:
     """Every (English, Chinese) pair the UI code passes to ui.i18n's label()/text(), read from the source."""
     import ast
