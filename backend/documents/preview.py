@@ -6,8 +6,9 @@ import hashlib
 import json
 import logging
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any
 
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
@@ -33,10 +34,10 @@ LineReader = Callable[[Image.Image], Sequence[Any]]  # an OCR engine's ``lines``
 
 
 def render_page(pdf_path: Path, page_number: int, highlight: str, out_dir: Path,
-                read_lines: Optional[LineReader] = None) -> Path:
+                read_lines: LineReader | None = None) -> Path:
     """Render ``page_number`` (1-based) of ``pdf_path`` into ``out_dir`` with ``highlight`` framed. A scanned
     page has no text to search: ``read_lines`` (OCR) finds the passage's lines there, once per page."""
-    key = hashlib.sha1(f"{FRAMES_VERSION}:{highlight}".encode("utf-8")).hexdigest()[:12]
+    key = hashlib.sha1(f"{FRAMES_VERSION}:{highlight}".encode()).hexdigest()[:12]
     target = out_dir / f"p{page_number}_{key}.png"
     if target.exists():
         return target

@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from backend.documents.preview import FRAME_COLOUR, PREVIEW_SCALE, passage_lines, render_page
+from backend.documents.preview import (
+    FRAME_COLOUR,
+    PREVIEW_SCALE,
+    passage_lines,
+    render_page,
+)
 from backend.service import DocLens
 from tests.conftest import make_settings
 from tests.support.text_pdf import write_scanned_pdf
