@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from tests.support.fake_openai import images_in
-from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp
+from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp, running_app
 
 pytestmark = pytest.mark.slow
 
@@ -32,7 +32,13 @@ if not CHROMIUM.exists() and not os.environ.get("CI"):
 
 
 @pytest.fixture
-def page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
+def page(doclens_app: RunningApp, browser_page) -> Iterator:
+    """A fresh browser on the shared app."""
+    yield browser_page
+
+
+@pytest.fixture
+def browser_page(tmp_path: Path) -> Iterator:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -184,6 +190,16 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     assert "[1]" in preview.inner_text() and SAMPLE_PDF.name in preview.inner_text()
     steps.shot("citation-preview", show="#page-preview")
 
+    # -- [n] in the older answer asks for that answer's source n, not the newest answer's
+    joined: list[str] = []
+    page.on("request", lambda request: joined.append(request.post_data or "") if "queue/join" in request.url else None)
+    older_cite = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").first.locator(".dl-cite").first
+    assert "dl-answer-0" in (older_cite.get_attribute("class") or ""), "the chat keeps the answer's number"
+    older_cite.click()
+    page.wait_for_function("() => document.querySelector('#page-preview img')")
+    wait_idle(page)
+    assert any('"0:1"' in body for body in joined), joined
+
     # -- lock a figure, ask about it: the vision request carries the image
     figures = page.locator("#figure-gallery .thumbnail-item, #figure-gallery button.thumbnail-item")
     figures.first.wait_for(timeout=30_000)
@@ -328,6 +344,43 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
 
 
+BUNDLED_STEPS = ("reading the bundled 4-bit weights", "writing the full model", "packaging it for sentence-transformers")
+
+
+def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
+    """Item 9: a fresh data folder and an empty model cache: the banner names the build's step with its
+    percentage, a knowledge base is created at once, and an upload started meanwhile is kept (its progress
+    says it waits for the model) and ends indexed once the model is ready. float32 keeps the real build
+    to the bundled model (~2 minutes); the int8 steps feed the same banner (tests/ui/test_handlers.py)."""
+    page = browser_page
+    with running_app(tmp_path / "fresh", "first-start.log", DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
+                     DOCLENS_EMBEDDING_DTYPE="float32") as app:
+        page.goto(app.url)
+        banner = page.locator("#model-banner")
+        banner.get_by_text("Preparing the embedding model").wait_for(timeout=60_000)
+        open_tab(page, "Knowledge base")
+        field(page, "kb-new-name").fill("early")
+        page.locator("#kb-create").click()
+        page.locator("#kb-status").get_by_text("Created").wait_for(timeout=30_000)  # not after the build
+        assert banner.is_visible(), "the knowledge base was created while the model is still prepared"
+        page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
+        page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+        page.locator("#upload-start").click()
+        status = page.locator("#ingest-status")
+        status.get_by_text("indexing starts when the model is ready").wait_for(timeout=60_000)
+        page.wait_for_function(
+            "(steps) => { const t = document.querySelector('#model-banner')?.innerText || '';"
+            " return /\\d+%/.test(t) && steps.some((s) => t.includes(s)); }", arg=list(BUNDLED_STEPS),
+            timeout=120_000)
+        page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
+        banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
+        status.get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+        page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
+                               arg=SAMPLE_PDF.name)
+        log_text = app.log_path.read_text(encoding="utf-8")
+    assert "embedding model: bundled:package" in log_text and "embedding model ready after" in log_text
+
+
 SCAN_PASSAGE = ("Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
                 "planted barley instead of wheat on the eastern terraces.")
 
@@ -416,15 +469,37 @@ def whole_page_text(page) -> str:
 
 
 README_SHOTS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+SHOTS = ARTIFACTS / "readme"
+
+
+def screenshot_folders() -> list[Path]:
+    """Where the README screenshots go: test-artifacts/ always; docs/screenshots (committed, shown by the
+    README) only when DOCLENS_UPDATE_SCREENSHOTS=1, so a test run leaves the working tree as it was."""
+    return [SHOTS, README_SHOTS] if os.environ.get("DOCLENS_UPDATE_SCREENSHOTS") == "1" else [SHOTS]
 
 
 def readme_shots(page, lang: str) -> None:
     """The README screenshots: chat, knowledge base and settings tabs, in each language."""
-    README_SHOTS.mkdir(parents=True, exist_ok=True)
+    folders = screenshot_folders()
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
     for index, name in enumerate(("chat", "kb", "settings")):
         page.locator("button[role=tab]").nth(index).click()
         wait_idle(page)
-        page.screenshot(path=str(README_SHOTS / f"{name}-{lang}.png"))
+        shot = page.screenshot(path=str(folders[0] / f"{name}-{lang}.png"))
+        for folder in folders[1:]:
+            (folder / f"{name}-{lang}.png").write_bytes(shot)
+
+
+def test_readme_screenshots_are_updated_only_when_asked(monkeypatch) -> None:
+    """A normal run must not rewrite the committed screenshots; the README's images exist."""
+    monkeypatch.delenv("DOCLENS_UPDATE_SCREENSHOTS", raising=False)
+    assert screenshot_folders() == [SHOTS]
+    monkeypatch.setenv("DOCLENS_UPDATE_SCREENSHOTS", "1")
+    assert README_SHOTS in screenshot_folders()
+    readme = (README_SHOTS.parent.parent / "README.md").read_text(encoding="utf-8")
+    for name in re.findall(r"docs/screenshots/([\w-]+\.png)", readme):
+        assert (README_SHOTS / name).is_file(), name
 
 
 @pytest.fixture
@@ -447,6 +522,7 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
     """Item 11: a Chinese browser gets the Chinese UI only; the switch turns it into English only, and
     the choice survives a reload. Messages made on the server follow the language too."""
     page = chinese_page
+    committed = {path: path.read_bytes() for path in README_SHOTS.glob("*.png")}
     page.goto(doclens_app.url)
     page.get_by_role("tab", name="知识库").wait_for()
     wait_idle(page)
@@ -471,3 +547,7 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
 
     page.reload()
     page.get_by_role("tab", name="Knowledge base").wait_for()  # the choice outlives the page
+    assert (SHOTS / "chat-zh.png").is_file() and (SHOTS / "settings-en.png").is_file()
+    if README_SHOTS not in screenshot_folders():
+        assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, \
+            "a test run leaves docs/screenshots alone"
