@@ -52,14 +52,15 @@ def progress_html(fraction: Optional[float], line: str) -> str:
 def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) -> str:
     """The job's bar; while the embedding model is prepared it says the upload waits for it (pages are
     read meanwhile, embedding starts when the model is ready)."""
-    if job.event is None:
-        first = job.names[0] if job.names else ""
+    first = job.names[0] if job.names else ""
+    if job.event is None and model_preparing:
+        line = text(lang, "queued: {file} (indexing starts when the embedding model is ready)",
+                    "排队中：{file}（向量模型准备好后开始索引）").format(file=first)
+    elif job.event is None:
         line = text(lang, "queued: {file} (waits for the embedding model or another upload)",
                     "排队中：{file}（等待向量模型或其他上传）").format(file=first)
     else:
         line = progress_text(job.event, lang)
-    if model_preparing and job.running:
-        line += " · " + text(lang, "indexing starts when the model is ready", "向量模型准备好后开始索引")
     if job.cancel.is_set():
         line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
     return progress_html(job.fraction, line)
