@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 from typing import Callable, Iterator, Optional, Sequence
 
+from backend.errors import DocLensError
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -26,10 +27,13 @@ def build_plan(settings: Settings) -> tuple[str, ...]:
     """The builds a first start of these settings runs, in order (none for a hub or endpoint model)."""
     from backend.embedding.factory import known_signature, resolve_dtype
 
-    if known_signature(settings) is None:
+    try:
+        if known_signature(settings) is None:
+            return ()
+        int8 = resolve_dtype(settings.embedding.dtype, settings.embedding.model) == "int8"
+    except DocLensError:  # a bad model setting: loading it says why, the plan just has no builds
         return ()
-    return ("bundled", "int8") if resolve_dtype(settings.embedding.dtype, settings.embedding.model) == "int8" \
-        else ("bundled",)
+    return ("bundled", "int8") if int8 else ("bundled",)
 
 
 def overall_fraction(plan: Sequence[str], build: str, done: float) -> float:
