@@ -1,14 +1,20 @@
 () => {
-  // [n] citations in an answer open source n's page preview: they click that row of the sources table.
+  // [n] citations in an answer open source n of THAT answer: the citation's class names the answer
+  // (dl-answer-K); its reference "K:n" goes to a hidden box and a hidden button asks the server (ui/chat_page.py).
+  const openCitation = (cite) => {
+    const number = parseInt(cite.textContent.replace(/\D/g, ''), 10);
+    const answer = [...cite.classList].map((c) => /^dl-answer-(\d+)$/.exec(c)).find(Boolean);
+    const box = document.querySelector('#cite-reference textarea, #cite-reference input');
+    const button = document.querySelector('#cite-open');
+    if (!(number >= 1) || !answer || !box || !button) return false;
+    box.value = `${answer[1]}:${number}`;
+    box.dispatchEvent(new Event('input', { bubbles: true }));
+    setTimeout(() => button.click(), 0);  // after the box's new value reached Gradio
+    return true;
+  };
   document.addEventListener('click', (event) => {
     const cite = event.target.closest ? event.target.closest('#chatbot .dl-cite') : null;
-    if (!cite) return;
-    const number = parseInt(cite.textContent.replace(/\D/g, ''), 10);
-    const rows = document.querySelectorAll('#sources tbody tr');
-    if (number >= 1 && rows[number - 1]) {
-      rows[number - 1].click();
-      event.preventDefault();
-    }
+    if (cite && openCitation(cite)) event.preventDefault();
   });
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && event.target.classList && event.target.classList.contains('dl-cite')) {

@@ -11,6 +11,7 @@ from typing import Any, Iterator, Optional, Sequence
 from backend.errors import DocLensError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.llm_clients import LLMClients
+from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.settings import LLMSettings, Settings
 from backend.retrieval import text
 from backend.retrieval.doc_scope import Catalogs, scope_for
@@ -20,40 +21,6 @@ from backend.types import (Answer, AnswerUpdate, DocumentInfo, Figure, IngestRes
                            SEARCH_MODES, SearchResult)
 
 log = logging.getLogger(__name__)
-
-
-class ModelState:
-    """Whether the embedding model is ready: the UI shows a banner while it is being prepared, the
-    server log (the CLI's console) a line every ``REPORT_SECONDS``."""
-
-    REPORT_SECONDS = 15.0
-
-    def __init__(self) -> None:
-        self.preparing = False
-        self.error = ""
-        self.since = 0.0
-        self._done = threading.Event()
-
-    def started(self) -> None:
-        self.preparing, self.error, self.since = True, "", time.monotonic()
-        self._done.clear()
-        log.info("preparing the embedding model (the first start builds it once: a few minutes)")
-        threading.Thread(target=self._report, name="doclens-model-progress", daemon=True).start()
-
-    def finished(self, error: str = "") -> None:
-        seconds = self.seconds
-        self.preparing, self.error = False, error
-        self._done.set()
-        if not error:
-            log.info("embedding model ready after %.0f s", seconds)
-
-    def _report(self) -> None:
-        while not self._done.wait(self.REPORT_SECONDS):
-            log.info("still preparing the embedding model (%.0f s so far)", self.seconds)
-
-    @property
-    def seconds(self) -> float:
-        return time.monotonic() - self.since if self.preparing else 0.0
 
 
 class DocLens:
@@ -112,7 +79,7 @@ class DocLens:
     def prepare_models_in_background(self) -> threading.Thread:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
-            self.model_state.started()
+            self.model_state.started(self.settings)
             text.query_terms("预热 warm-up")  # loads jieba's dictionary (~4 s) now, not in the first question
             try:
                 self.embedder
@@ -127,6 +94,12 @@ class DocLens:
         return thread
 
     def _embedding_signature(self) -> tuple[str, int]:
+        """What a knowledge base records; known before the model is ready for bundled models, so creating
+        one does not wait for a first start's build."""
+        from backend.embedding.factory import known_signature
+        known = None if self._embedder is not None else known_signature(self.settings)
+        if known is not None:
+            return known
         embedder = self.embedder
         return embedder.model_id, embedder.dim
 
@@ -366,13 +339,13 @@ class DocLens:
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
-        from backend.documents.preview import render_page
+        from backend.documents.preview import ocr_line_reader, render_page
         kb = self.open_kb(kb_name, check_model=False)
         doc = kb.find_document(file)
         pdf = kb.original_pdf(doc.doc_id)
         if not pdf.exists():
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
-        return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id))
+        return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id), ocr_line_reader(self.settings))
 
     # -- quality checks (backend.evaluation: imported when asked for) -------------------------
 

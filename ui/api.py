@@ -10,6 +10,7 @@ import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
+from ui.common import is_temporary_kb
 from ui.web_files import ReceivedUploads
 
 log = logging.getLogger("doclens.ui")
@@ -20,8 +21,8 @@ def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
     the server log gets one line for a user's mistake and a traceback only for a real fault."""
 
     def list_kbs() -> list[dict]:
-        """Every knowledge base with its document and chunk counts."""
-        return [kb.to_dict() for kb in _call(service.list_kbs)]
+        """Every knowledge base with its document and chunk counts (not an evaluation's temporary ones)."""
+        return [kb.to_dict() for kb in _call(service.list_kbs) if not is_temporary_kb(kb.name)]
 
     def create_kb(name: str) -> dict:
         """Create a knowledge base; returns it."""

@@ -56,19 +56,35 @@ def header_html() -> str:
             f'<div class="dl-tagline">{tagline}</div></div></div>')
 
 
+def preparation_step(lang: str, step: str) -> str:
+    """What a step of the model preparation (backend/model_preparation.py) does, in the user's words."""
+    steps = {
+        "bundled:read": text(lang, "reading the bundled 4-bit weights", "读取内置的 4 位权重"),
+        "bundled:write": text(lang, "writing the full model", "写出完整模型"),
+        "bundled:package": text(lang, "packaging it for sentence-transformers", "打包为 sentence-transformers 模型"),
+        "int8:export": text(lang, "exporting it to OpenVINO", "导出为 OpenVINO 模型"),
+        "int8:calibrate": text(lang, "reading the calibration texts", "读取校准文本"),
+        "int8:quantize": text(lang, "quantizing it to int8", "量化为 int8"),
+        "int8:save": text(lang, "saving the int8 model", "保存 int8 模型"),
+    }
+    return steps.get(step, text(lang, "loading the model", "加载模型"))
+
+
 def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any]:
-    """While the embedding model is prepared: what is happening and for how long. Outputs: banner, timer."""
+    """While the embedding model is prepared: its current step, how far along (the builds report their
+    steps) and for how long. Outputs: banner, timer."""
     from ui.kb_view import progress_html
     state = service.model_state
     if not state.preparing:
         return gr.update(value="", visible=False), gr.update(active=False)
     lang = lang_of(request)
-    line = text(lang, "Preparing the embedding model ({s:.0f} s so far; the first start builds it once, which takes "
-                "a few minutes). Uploads started meanwhile wait in line and start when it is ready.",
-                "正在准备向量模型（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间开始的上传会排队，准备好后自动开始。"
-                ).format(s=state.seconds)
-    # The build reports no fraction: an indeterminate bar and the time so far, not a made-up percentage.
-    return gr.update(value=progress_html(None, line), visible=True), gr.update(active=True)
+    line = text(lang, "Preparing the embedding model: {step} ({s:.0f} s so far; the first start builds it once, "
+                "which takes a few minutes). You can create knowledge bases meanwhile; uploads wait in line and "
+                "start when it is ready.",
+                "正在准备向量模型：{step}（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间可以创建知识库；"
+                "上传会排队，准备好后自动开始。").format(step=preparation_step(lang, state.step), s=state.seconds)
+    # Loading a cached model reports no fraction: a moving stripe then, never a made-up percentage.
+    return gr.update(value=progress_html(state.fraction, line), visible=True), gr.update(active=True)
 
 
 def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:

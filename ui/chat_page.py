@@ -39,7 +39,7 @@ def empty_state_update(service: DocLens) -> Any:
 
 def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Optional[gr.State] = None) -> ChatTab:
     turns = gr.State([])
-    last_sources = gr.State([])
+    last_sources = gr.State([])  # every answer's sources, in order (the last answer's are the table's)
     figures = gr.State([])
     figure_lock = gr.State(None)
     last_kb = gr.BrowserState(None, storage_key="doclens-last-kb")
@@ -77,7 +77,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                                     elem_id="page-preview", buttons=["fullscreen"], height=560)
         confidence, chart, summary, gallery = build_side_panel()
 
-    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock]
+    ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, last_sources]
     ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
     ask_outputs = [chatbot, question, sources, confidence, chart, lock_row, figure_lock, turns, last_sources,
                    page_preview]
@@ -91,6 +91,13 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     kb_select.change(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
     sources.click(handlers.show_page, [sources, kb_select, last_sources], page_preview, api_name="show_page",
                   **UNDOCUMENTED)
+    # A clicked [n] writes "answer:n" here and presses the button (assets/doclens.js)
+    cite_reference = gr.Textbox("", elem_id="cite-reference", elem_classes="dl-offscreen", container=False,
+                                show_label=False)
+    cite_open = gr.Button(label("Open the cited page", "打开引用的页面"), elem_id="cite-open",
+                          elem_classes="dl-offscreen")
+    cite_open.click(handlers.show_cited, [cite_reference, kb_select, last_sources], page_preview,
+                    api_name="show_cited", **UNDOCUMENTED)
     gallery.select(handlers.lock_figure, figures, [lock_row, lock_thumb, lock_text, figure_lock], api_name="lock_figure",
                    **UNDOCUMENTED)
     unlock.click(handlers.unlock_figure, None, [lock_row, figure_lock], api_name="unlock_figure", queue=False,

@@ -48,14 +48,15 @@ def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
     return normalized
 
 
-def answer_markdown(answer: Answer, lang: str = "en") -> str:
-    """Model output goes through the math delimiters (prices protected); quoted passages never do."""
+def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) -> str:
+    """Model output goes through the math delimiters (prices protected); quoted passages never do.
+    ``answer_number``: which answer of the conversation this is (its citations open its own sources)."""
     if answer.mode == "extractive" and answer.figure is None:
-        body = panels.extractive_markdown(answer, lang)
+        body = panels.extractive_markdown(answer, lang, answer_number)
     elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
         body = literal_text(answer.answer)
     else:
-        body = panels.model_markdown(answer, lang)
+        body = panels.model_markdown(answer, lang, answer_number)
     return body + panels.searched_in_note(answer, lang)
 
 
@@ -121,10 +122,11 @@ class ChatHandlers:
 
     def send(self, question: str, kb: Optional[str], doc_filter: Optional[str], messages: list[Any],
              turns: list[dict[str, str]], lock: Optional[dict[str, Any]],
+             answer_sources: Optional[list[list[dict[str, Any]]]] = None,
              llm_profile: Optional[LLMSettings] = None, request: gr.Request = None) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
-        state, turns, last sources, page preview (hidden: the previous answer's page is stale).
-        ``llm_profile``: the session's own model (Settings tab), if any."""
+        state, turns, every answer's sources (this one's last), page preview (hidden: the previous answer's
+        page is stale). ``llm_profile``: the session's own model (Settings tab), if any."""
         lang = lang_of(request)
         question = (question or "").strip()
         skip = gr.skip()
@@ -161,11 +163,12 @@ class ChatHandlers:
                 text(lang, "no answer was produced", "没有生成回答"))
             yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
             return
-        yield self._final(messages, answer, question, turns, lang)
+        yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
 
     def _final(self, messages: list[dict[str, Any]], answer: Answer, question: str,
-               turns: list[dict[str, str]], lang: str) -> tuple:
-        messages[-1]["content"] = answer_markdown(answer, lang)
+               turns: list[dict[str, str]], answer_sources: list[list[dict[str, Any]]], lang: str) -> tuple:
+        # The answer's [n] carry its number: a click on an older answer opens that answer's source n
+        messages[-1]["content"] = answer_markdown(answer, lang, answer_number=len(answer_sources))
         if answer.sources and answer.mode != "extractive":  # extractive answers already quote each passage
             messages.append(sources_message(answer.sources, lang))
         turns = [*(turns or []), {"role": "user", "content": question},
@@ -173,7 +176,7 @@ class ChatHandlers:
         warn_below = self.service.settings.confidence.warn_below
         return (messages, gr.skip(), self.sources_dataset(answer.sources, lang),
                 panels.confidence_html(answer, warn_below, lang), panels.score_chart_html(answer.sources, lang),
-                gr.update(visible=False), None, turns, source_state(answer.sources), gr.skip())
+                gr.update(visible=False), None, turns, [*answer_sources, source_state(answer.sources)], gr.skip())
 
     @staticmethod
     def sources_dataset(sources: list[Source], lang: str) -> gr.Dataset:
@@ -188,9 +191,25 @@ class ChatHandlers:
 
     # -- sources and figures -------------------------------------------------------------------
 
-    @shows_errors("show the page", outputs=lambda line, **_: _warned(line))
-    def show_page(self, index: Optional[int], kb: Optional[str], sources: list[dict[str, Any]],
+    def show_page(self, index: Optional[int], kb: Optional[str], answer_sources: list[list[dict[str, Any]]],
                   request: gr.Request = None) -> Any:
+        """A row of the sources table (the last answer's) was clicked. Output: page preview."""
+        return self._show_source(answer_sources[-1] if answer_sources else [], index, kb, request)
+
+    def show_cited(self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]],
+                   request: gr.Request = None) -> Any:
+        """A citation was clicked: ``reference`` is "answer:n" (assets/doclens.js). Output: page preview."""
+        try:
+            answer, number = (int(part) for part in (reference or "").split(":"))
+        except ValueError:
+            return gr.skip()
+        if not 0 <= answer < len(answer_sources or []):
+            return gr.skip()
+        return self._show_source(answer_sources[answer], number - 1, kb, request)
+
+    @shows_errors("show the page", outputs=lambda line, **_: _warned(line))
+    def _show_source(self, sources: list[dict[str, Any]], index: Optional[int], kb: Optional[str],
+                     request: Optional[gr.Request]) -> Any:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]

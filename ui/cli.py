@@ -29,7 +29,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         settings = load_settings(args.config)
         setup_logging(settings, args.debug)
-        return int(args.handler(args, settings) or 0)
+        return run_with_model_bar(args, settings)
     except DocLensError as exc:
         return fail(str(exc), args.debug)
     except KeyboardInterrupt:
@@ -37,6 +37,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except Exception as exc:  # the last line of defence: one line unless --debug
         return fail(f"unexpected {exc.__class__.__name__}: {exc} (run with --debug for details)", args.debug,
                     code=2)
+
+
+def run_with_model_bar(args, settings: Settings) -> int:
+    """The command, with a bar while it builds the embedding model (only a first start does)."""
+    from backend.service import watch_model_preparation
+    from ui.progress import ModelPreparationBar
+
+    bar = ModelPreparationBar(enabled=not getattr(args, "json", False))
+    try:
+        with watch_model_preparation(settings, bar):
+            return int(args.handler(args, settings) or 0)
+    finally:
+        bar.close()
 
 
 def fail(message: str, debug: bool, code: int = 1) -> int:

@@ -25,6 +25,7 @@ class KBTab:
     doc_pick: gr.Dropdown
     ingest_status: gr.Markdown
     poll: gr.Timer
+    browser: gr.BrowserState  # this browser's id: whose uploads it may follow and cancel
 
     def follow(self, event: Any, source: gr.Dropdown, name: str) -> Any:
         """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists."""
@@ -32,8 +33,8 @@ class KBTab:
                           api_name=f"{name}_docs", **UNDOCUMENTED).then(
             self.handlers.file_choices, self.kb_active, self.doc_pick, api_name=f"{name}_files",
             **UNDOCUMENTED).then(
-            self.handlers.attach, self.kb_active, [self.ingest_status, self.poll], api_name=f"{name}_attach",
-            **UNDOCUMENTED)
+            self.handlers.attach, [self.kb_active, self.browser], [self.ingest_status, self.poll],
+            api_name=f"{name}_attach", **UNDOCUMENTED)
 
 
 def confirmation_row(elem_id: str, yes: Any, no: Any) -> tuple:
@@ -72,6 +73,8 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
             cancel = gr.Button(label("Cancel", "取消"), variant="secondary", elem_id="upload-cancel")
     ingest_status = gr.Markdown("", elem_id="ingest-status", min_height=80)
     poll = gr.Timer(POLL_SECONDS, active=False)
+    # Without a login an upload belongs to the browser that started it (ui/kb_tab.py user_key)
+    browser = gr.BrowserState(None, storage_key="doclens-browser-id")
 
     docs_table, doc_pick, doc_deleted = build_documents(handlers, kb_active, kb_status)
     build_quality_checks(handlers, kb_active)
@@ -94,20 +97,21 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         closer(handlers.close_confirmation, None, [kb_confirm_row, kb_pending], api_name=name, queue=False,
                **UNDOCUMENTED)
 
-    start.click(handlers.upload, [kb_active, files], [ingest_status, docs_table, poll, files], api_name="kb_upload",
-                preprocess=False, **UNDOCUMENTED)
-    poll.tick(handlers.poll, kb_active, [ingest_status, docs_table, doc_pick, poll], api_name="kb_upload_poll",
-              show_progress="hidden", **UNDOCUMENTED)
-    cancel.click(handlers.cancel_upload, kb_active, ingest_status, api_name="kb_upload_cancel", queue=False,
-                 **UNDOCUMENTED)
+    start.click(handlers.upload, [kb_active, files, browser], [ingest_status, docs_table, poll, files, browser],
+                api_name="kb_upload", preprocess=False, **UNDOCUMENTED)
+    poll.tick(handlers.poll, [kb_active, browser], [ingest_status, docs_table, doc_pick, poll],
+              api_name="kb_upload_poll", show_progress="hidden", **UNDOCUMENTED)
+    cancel.click(handlers.cancel_upload, [kb_active, browser], ingest_status, api_name="kb_upload_cancel",
+                 queue=False, **UNDOCUMENTED)
     # Not the poll ticks: the Chat tab refreshes its lists when it is shown (a tick a second would reload
     # its gallery and summary all through an upload).
     tab = KBTab(kb_active, [created, renamed, deleted, switched, refreshed, doc_deleted], handlers,
-                docs_table, doc_pick, ingest_status, poll)
+                docs_table, doc_pick, ingest_status, poll, browser)
     for event, name in ((created, "created"), (renamed, "renamed"), (deleted, "deleted"), (switched, "switched"),
                         (refreshed, "refreshed")):
         event.then(handlers.file_choices, kb_active, doc_pick, api_name=f"kb_{name}_files", **UNDOCUMENTED).then(
-            handlers.attach, kb_active, [ingest_status, poll], api_name=f"kb_{name}_attach", **UNDOCUMENTED)
+            handlers.attach, [kb_active, browser], [ingest_status, poll], api_name=f"kb_{name}_attach",
+            **UNDOCUMENTED)
     return tab
 
 

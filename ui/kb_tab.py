@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -16,6 +17,7 @@ from backend.types import SEARCH_MODES, ProgressEvent
 from ui.common import document_files, error_text, kb_dropdown, shows_errors, warning_md
 from ui.i18n import lang_of, text
 from ui.icons import icon
+from ui.latex import md_literal
 from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progress_html, progress_text,  # noqa: F401
                         results_markdown)
 from ui.upload_jobs import UploadJob, UploadJobs
@@ -58,9 +60,17 @@ def _inside(root: Path, typed: str) -> Optional[Path]:
     return real if real.is_relative_to(root) else None
 
 
-def user_key(request: Optional[gr.Request]) -> str:
-    """Whose upload this is: the login name, or one anonymous user when the app runs without a login."""
-    return (getattr(request, "username", None) or "") if request is not None else ""
+def user_key(request: Optional[gr.Request], browser: Optional[str] = None) -> str:
+    """Whose upload this is: the login name; without a login the browser that started it (an id kept in
+    its local storage, so a reload finds the job again but another browser does not own it)."""
+    name = getattr(request, "username", None) if request is not None else None
+    if name:
+        return f"user:{name}"
+    return f"browser:{browser}" if browser else ""
+
+
+def new_browser_id() -> str:
+    return uuid.uuid4().hex
 
 
 def hidden() -> Any:
@@ -81,6 +91,10 @@ class KBHandlers:
         finally:
             self.uploads.discard(paths)
 
+    @property
+    def model_preparing(self) -> bool:
+        return self.service.model_state.preparing
+
     # -- knowledge bases ------------------------------------------------------------------------
 
     def refresh(self, kb: Optional[str], request: gr.Request = None) -> tuple[Any, Any]:
@@ -94,7 +108,8 @@ class KBHandlers:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
         kb = self.service.create_kb(name or "")
-        return (f"{icon('ok')} {text(lang, 'Created', '已创建')} **{kb.name}**", *self.refresh(kb.name, request), "")
+        return (f"{icon('ok')} {text(lang, 'Created', '已创建')} **{md_literal(kb.name)}**",
+                *self.refresh(kb.name, request), "")
 
     @shows_errors("rename the knowledge base", outputs=lambda line, **_: (
         warning_md(line), gr.skip(), gr.skip(), gr.skip()))
@@ -104,7 +119,8 @@ class KBHandlers:
         if not current:
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
         kb = self.service.rename_kb(current, new_name or "")
-        return (f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{current}** → **{kb.name}**",
+        return (f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{md_literal(current)}** → "
+                f"**{md_literal(kb.name)}**",
                 *self.refresh(kb.name, request), "")
 
     def ask_delete(self, current: Optional[str], request: gr.Request = None) -> tuple:
@@ -114,7 +130,7 @@ class KBHandlers:
             return hidden(), warning_md(choose_kb_first(lang)), None
         return gr.update(visible=True), warning_md(text(
             lang, "Delete **{name}** and all its documents? This cannot be undone.",
-            "删除 **{name}** 及其全部文档？此操作无法撤销。").format(name=current)), current
+            "删除 **{name}** 及其全部文档？此操作无法撤销。").format(name=md_literal(current))), current
 
     @shows_errors("delete the knowledge base", outputs=lambda line, **_: (
         warning_md(line), hidden(), gr.skip(), gr.skip(), None))
@@ -125,7 +141,7 @@ class KBHandlers:
         if not pending:
             return warning_md(choose_kb_first(lang)), hidden(), gr.skip(), gr.skip(), None
         self.service.delete_kb(pending)
-        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{pending}**", hidden(),
+        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}**", hidden(),
                 *self.refresh(None, request), None)
 
     # -- documents ------------------------------------------------------------------------------
@@ -152,7 +168,8 @@ class KBHandlers:
             return hidden(), warning_md(text(lang, "Choose a document first.", "请先选择文档。")), None
         return gr.update(visible=True), warning_md(text(
             lang, "Delete **{file}** from **{kb}**? This cannot be undone.",
-            "从 **{kb}** 删除 **{file}**？此操作无法撤销。").format(file=file, kb=kb)), {"kb": kb, "file": file}
+            "从 **{kb}** 删除 **{file}**？此操作无法撤销。").format(file=md_literal(file), kb=md_literal(kb))), \
+            {"kb": kb, "file": file}
 
     @shows_errors("delete the document", outputs=lambda line, **_: (
         warning_md(line), hidden(), gr.skip(), gr.skip(), None))
@@ -163,7 +180,7 @@ class KBHandlers:
             return warning_md(text(lang, "Choose a document first.", "请先选择文档。")), hidden(), gr.skip(), gr.skip(), None
         kb = pending["kb"]
         doc = self.service.delete_document(kb, pending["file"])
-        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{doc.file}**", hidden(),
+        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}**", hidden(),
                 self.documents_table(kb, request), self.file_choices(kb), None)
 
     def close_confirmation(self) -> tuple:
@@ -172,47 +189,52 @@ class KBHandlers:
 
     # -- upload ---------------------------------------------------------------------------------
 
-    def upload(self, kb: Optional[str], files: Any, request: gr.Request = None) -> tuple:
-        """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files.
-        Runs with preprocess=False: ``files`` are FileData dicts, which carry the user's original names.
-        The chosen files stay in the box unless the job was accepted."""
+    def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None,
+               request: gr.Request = None) -> tuple:
+        """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
+        browser id (made here on a browser's first upload). Runs with preprocess=False: ``files`` are
+        FileData dicts, which carry the user's original names. The chosen files stay in the box unless the
+        job was accepted."""
         lang = lang_of(request)
         if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
-            return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
+            return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         try:
             paths, names = self.uploads.admit(files)
         except UploadRefused as exc:
             log.info("KB tab upload refused: %s", exc)
-            return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None
+            return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None, gr.skip()
         if not paths:
             return (warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(),
-                    gr.skip(), gr.skip())
-        job = self.jobs.start(user_key(request), kb, paths, names)
+                    gr.skip(), gr.skip(), gr.skip())
+        browser = browser or new_browser_id()
+        job = self.jobs.start(user_key(request, browser), kb, paths, names)
         if job is None:
             return (warning_md(text(lang, "An upload into this knowledge base is already running; wait for it or "
                                     "cancel it.", "此知识库已有上传在进行；请等待或取消。")),
-                    gr.skip(), gr.skip(), gr.skip())
-        return job_progress_html(job, lang), gr.skip(), gr.update(active=True), None
+                    gr.skip(), gr.skip(), gr.skip(), browser)
+        return job_progress_html(job, lang, self.model_preparing), gr.skip(), gr.update(active=True), None, browser
 
-    def poll(self, kb: Optional[str], request: gr.Request = None) -> tuple:
+    def poll(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Each timer tick: the job's progress, or its results once it is done. Outputs: ingest status,
         documents table, file picker, timer."""
         lang = lang_of(request)
-        job = self.jobs.get(user_key(request), kb)
+        job = self.jobs.get(user_key(request, browser), kb)
         if job is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False)
         if job.running:
-            return job_progress_html(job, lang), self.documents_table(kb, request), gr.skip(), gr.skip()
+            return (job_progress_html(job, lang, self.model_preparing), self.documents_table(kb, request), gr.skip(),
+                    gr.skip())
         return (self.job_result(job, lang), self.documents_table(kb, request), self.file_choices(kb),
                 gr.update(active=False))
 
-    def attach(self, kb: Optional[str], request: gr.Request = None) -> tuple:
-        """On page load and KB switch: follow this user's running upload into that KB. Outputs: ingest
-        status, timer."""
-        job = self.jobs.get(user_key(request), kb)
+    def attach(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
+        say that someone else's runs there. Outputs: ingest status, timer."""
+        lang = lang_of(request)
+        job = self.jobs.get(user_key(request, browser), kb)
         if job is None or not job.running:
-            return "", gr.update(active=False)
-        return job_progress_html(job, lang_of(request)), gr.update(active=True)
+            return (another_upload_runs(lang) if self.jobs.running_in(kb) else ""), gr.update(active=False)
+        return job_progress_html(job, lang, self.model_preparing), gr.update(active=True)
 
     @staticmethod
     def job_result(job: UploadJob, lang: str) -> str:
@@ -220,12 +242,16 @@ class KBHandlers:
             return warning_md(error_text(job.error, "add the documents", lang))
         return results_markdown(job.results or [], lang)
 
-    def cancel_upload(self, kb: Optional[str], request: gr.Request = None) -> Any:
-        """Output: ingest status (the job's final result replaces it when the job ends)."""
+    def cancel_upload(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> Any:
+        """Output: ingest status (the job's final result replaces it when the job ends). Only the browser
+        (or login) that started an upload can cancel it."""
         lang = lang_of(request)
-        if self.jobs.cancel(user_key(request), kb):
-            job = self.jobs.get(user_key(request), kb)
-            return job_progress_html(job, lang) if job is not None else gr.skip()
+        owner = user_key(request, browser)
+        if self.jobs.cancel(owner, kb):
+            job = self.jobs.get(owner, kb)
+            return job_progress_html(job, lang, self.model_preparing) if job is not None else gr.skip()
+        if self.jobs.running_in(kb):
+            return another_upload_runs(lang)
         return text(lang, "No upload is running.", "没有正在进行的上传。")
 
     # -- quality checks -------------------------------------------------------------------------
@@ -260,6 +286,11 @@ class KBHandlers:
 def _no_documents(kb: Optional[str], line: str, request: Optional[gr.Request]) -> Any:
     log.warning("documents of %r: %s", kb, line)
     return gr.update(value=[], headers=doc_headers(lang_of(request)))
+
+
+def another_upload_runs(lang: str) -> str:
+    return text(lang, "An upload started in another browser is running in this knowledge base; only that "
+                "browser can cancel it.", "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。")
 
 
 def choose_kb_first(lang: str) -> str:

@@ -49,9 +49,14 @@ def progress_html(fraction: Optional[float], line: str) -> str:
             f'<div class="dl-progress-text">{html.escape(line)} · {width:.0f}%</div></div>')
 
 
-def job_progress_html(job: UploadJob, lang: str) -> str:
-    if job.event is None:
-        first = job.names[0] if job.names else ""
+def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) -> str:
+    """The job's bar; while the embedding model is prepared it says the upload waits for it (pages are
+    read meanwhile, embedding starts when the model is ready)."""
+    first = job.names[0] if job.names else ""
+    if job.event is None and model_preparing:
+        line = text(lang, "queued: {file} (indexing starts when the embedding model is ready)",
+                    "排队中：{file}（向量模型准备好后开始索引）").format(file=first)
+    elif job.event is None:
         line = text(lang, "queued: {file} (waits for the embedding model or another upload)",
                     "排队中：{file}（等待向量模型或其他上传）").format(file=first)
     else:

@@ -84,3 +84,24 @@ def literal_text(text: str) -> str:
     delimiter ("$5 and $10", "(M$)", "\\(x\\)" all stay as typed)."""
     escaped = html.escape(text, quote=False)
     return escaped.replace("\\", BACKSLASH_HTML).replace("$", CURRENCY_HTML)
+
+
+_MARKDOWN_PUNCTUATION = set("`*_[](){}|~")  # names sit inside a line: "." "-" "#" start nothing there
+
+
+def md_literal(name: str) -> str:
+    """A name (knowledge base, file) inside our Markdown: shown exactly as typed, never as emphasis, a link,
+    HTML or math ("**x**", "<img src=x onerror=...>", "$5" all stay text)."""
+    out = []
+    for char in name:
+        if char == "\\":
+            out.append(BACKSLASH_HTML)
+        elif char == "$":
+            out.append(CURRENCY_HTML)
+        elif char in "<>&\"'":
+            out.append(html.escape(char))
+        elif char in _MARKDOWN_PUNCTUATION:
+            out.append("\\" + char)
+        else:
+            out.append(char)
+    return "".join(out)

@@ -9,7 +9,7 @@ from typing import Sequence
 from backend.types import Answer, Source
 from ui.i18n import text
 from ui.icons import icon
-from ui.latex import literal_text, protect_currency
+from ui.latex import literal_text, md_literal, protect_currency
 from ui.messages import translate_notice
 
 SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length")
@@ -93,12 +93,12 @@ def sources_markdown(sources: Sequence[Source]) -> str:
     lines = []
     for index, source in enumerate(sources, 1):
         snippet = " ".join(source.text.split())[:140]
-        lines.append(f"{index}. **{_md_escape(source.file)}** · p{source.page} · {source.relevance:.0f}%  \n"
+        lines.append(f"{index}. **{md_literal(source.file)}** · p{source.page} · {source.relevance:.0f}%  \n"
                      f"   <small>{literal_text(snippet)}…</small>")
     return "\n".join(lines)
 
 
-def extractive_markdown(answer: Answer, lang: str) -> str:
+def extractive_markdown(answer: Answer, lang: str, answer_number: int = 0) -> str:
     """An answer without a model: the notice, then each passage once, quoted as the document wrote it."""
     from backend.answering import best_excerpt
     notice = f"_{html.escape(translate_notice(answer.notice, lang))}_" if answer.notice else ""
@@ -111,28 +111,29 @@ def extractive_markdown(answer: Answer, lang: str) -> str:
         excerpt = best_excerpt(answer.question or "", source.text, EXCERPT_CHARS) or source.text[:EXCERPT_CHARS]
         quoted = "\n".join(f"> {literal_text(line)}" if line.strip() else ">" for line in excerpt.splitlines())
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
-        passages.append(f"**{cite(number)} {_md_escape(source.file)} · p{source.page}** · {relevance}\n{quoted}")
+        passages.append(f"**{cite(number, answer_number)} {md_literal(source.file)} · p{source.page}** · {relevance}\n{quoted}")
     return "\n\n".join([notice, *passages] if notice else passages)
 
 
 _CITATION = re.compile(r"\[(\d{1,2})\](?!\()")
 
 
-def cite(number: int) -> str:
-    """A clickable citation: the page script opens that source's page preview (assets/doclens.js)."""
-    return f'<span class="dl-cite" role="link" tabindex="0">[{number}]</span>'
+def cite(number: int, answer_number: int = 0) -> str:
+    """A clickable citation of source ``number`` of the conversation's answer ``answer_number``: the page
+    script opens that source's page preview (assets/doclens.js; a class, as the chat keeps classes)."""
+    return f'<span class="dl-cite dl-answer-{answer_number}" role="link" tabindex="0">[{number}]</span>'
 
 
-def clickable_citations(markdown: str, source_count: int) -> str:
+def clickable_citations(markdown: str, source_count: int, answer_number: int = 0) -> str:
     """[n] in a model's answer -> clickable citations, for the n that are real sources."""
     def link(match: re.Match[str]) -> str:
         number = int(match.group(1))
-        return cite(number) if 1 <= number <= source_count else match.group(0)
+        return cite(number, answer_number) if 1 <= number <= source_count else match.group(0)
     return _CITATION.sub(link, markdown)
 
 
-def model_markdown(answer: Answer, lang: str) -> str:
-    text_md = clickable_citations(protect_currency(answer.answer), len(answer.sources))
+def model_markdown(answer: Answer, lang: str, answer_number: int = 0) -> str:
+    text_md = clickable_citations(protect_currency(answer.answer), len(answer.sources), answer_number)
     if answer.notice and answer.notice not in answer.answer:
         text_md += f"\n\n> {icon('info')} {html.escape(translate_notice(answer.notice, lang))}"
     return text_md
@@ -142,12 +143,8 @@ def searched_in_note(answer: Answer, lang: str) -> str:
     """The question named its document: say where it was searched (empty otherwise)."""
     if not answer.searched_in:
         return ""
-    where = text(lang, "Searched in: {where}", "检索范围：{where}").format(where=_md_escape(answer.searched_in))
+    where = text(lang, "Searched in: {where}", "检索范围：{where}").format(where=md_literal(answer.searched_in))
     return f"\n\n> {icon('info')} {where}"
-
-
-def _md_escape(value: str) -> str:
-    return literal_text(value).replace("*", "\\*").replace("_", "\\_")
 
 
 def figure_chip_text(figure: dict, lang: str = "en") -> str:

@@ -36,3 +36,25 @@ class TerminalProgress:
         self._bar.set_description_str(label, refresh=False)
         self._bar.n = int(event.fraction * 1000)
         self._bar.refresh()
+
+
+class ModelPreparationBar:
+    """A bar for the embedding model's first-start build (minutes): appears with the build's first step."""
+
+    def __init__(self, enabled: bool = True):
+        self.enabled = enabled
+        self._bar: Optional[tqdm] = None
+
+    def __call__(self, step: str, fraction: float) -> None:
+        if not self.enabled:
+            return
+        if self._bar is None:
+            self._bar = tqdm(total=1000, unit="", file=sys.stderr, bar_format="{l_bar}{bar}| {elapsed}")
+        self._bar.set_description_str(f"preparing the embedding model: {step.replace(':', ' ')}", refresh=False)
+        self._bar.n = int(fraction * 1000)
+        self._bar.refresh()
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None

@@ -171,16 +171,19 @@ class RapidOCREngine:
             return self._engine
 
     def recognize(self, image: Image.Image) -> str:
+        return page_text(self.lines(image), image)
+
+    def lines(self, image: Image.Image) -> list[OCRBox]:
+        """The recognised lines with their boxes (page previews frame a cited passage with them)."""
         import numpy as np
 
         engine = self._load()
         result = engine(np.asarray(image if image.mode == "RGB" else image.convert("RGB")))
         if result is None or result.boxes is None or result.txts is None:
-            return ""
-        boxes = [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
-                        float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
-                 for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
-        return page_text(boxes, image)
+            return []
+        return [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
+                       float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
+                for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
 
 
 class PaddleOCREngine:
@@ -217,6 +220,9 @@ class PaddleOCREngine:
         return det, rec
 
     def recognize(self, image: Image.Image) -> str:
+        return page_text(self.lines(image), image)
+
+    def lines(self, image: Image.Image) -> list[OCRBox]:
         import numpy as np
 
         with self._lock:
@@ -226,7 +232,7 @@ class PaddleOCREngine:
             for text, box in zip(res["rec_texts"], res["rec_boxes"]):
                 if text and text.strip():
                     boxes.append(OCRBox(text, float(box[0]), float(box[1]), float(box[2]), float(box[3])))
-        return page_text(boxes, image)
+        return boxes
 
 
 class PPStructureAPIEngine:

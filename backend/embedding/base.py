@@ -16,6 +16,7 @@ log = logging.getLogger(__name__)
 
 BUNDLED_PREFIX = "bundled:"
 BUNDLED_MODELS = ("multilingual-e5-small",)
+BUNDLED_DIMS = {"multilingual-e5-small": 384}  # known before the model is built: a KB can be created meanwhile
 DEFAULT_BUNDLED = f"{BUNDLED_PREFIX}{BUNDLED_MODELS[0]}"
 OPENAI_PREFIX = "openai:"
 # intfloat's e5 models are trained with these prefixes; written once here for every backend and the build.

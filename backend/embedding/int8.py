@@ -28,7 +28,7 @@ import numpy as np
 from backend.cpu import has_any_flag, usable_cpus
 from backend.embedding.base import (E5_PASSAGE_PROMPT, E5_QUERY_PROMPT, BatchedEmbedder, Kind, count_tokens,
                                     max_seq_length, position_limit)
-from backend.embedding.builds import build_once
+from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled import bundled_folder, hf_offline
 from backend.errors import EmbeddingError
 from backend.settings import Settings
@@ -39,6 +39,9 @@ INT8_SUFFIX = "-openvino-int8"
 SUPERSEDED_SUFFIX = "-onnx-int8"
 INT8_MARKER = "doclens-openvino.json"
 MODEL_FILE = "model.xml"
+# Where each build step starts, as a share of the build (measured on 2 busy cores: export 34 s, calibration
+# texts 24 s, quantization 331 s, saving 5 s)
+INT8_STEPS = {"calibrate": 0.09, "quantize": 0.15, "save": 0.985}
 WEIGHTS_FILE = "model.bin"  # written by openvino.save_model beside MODEL_FILE
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # int8 matrix products are only fast (and free of the AVX2 u8*s8 saturation) with VNNI or AMX.
@@ -109,14 +112,20 @@ def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
     with telemetry_off():
         import openvino as ov
 
+        report_step("int8", "export", 0.0)
         converted = _convert(model_dir)
-        quantized = _quantize(converted, calibration_feeds(model_dir, prompts))
+        report_step("int8", "calibrate", INT8_STEPS["calibrate"])
+        feeds = calibration_feeds(model_dir, prompts)
+        report_step("int8", "quantize", INT8_STEPS["quantize"])
+        quantized = _quantize(converted, feeds)
+        report_step("int8", "save", INT8_STEPS["save"])
         ov.save_model(quantized, str(out / MODEL_FILE))
     marker = {"source": model_dir.name, "built_at": time.time(), "openvino": ov.__version__,
               "quantization": "int8 (NNCF), symmetric per-channel weights, calibrated activations",
               "float_layers": FLOAT_LAYERS_PATTERN}
     (out / INT8_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("int8 embedding model ready in %.1f s", time.monotonic() - started)
+    report_step("int8", "done", 1.0)
     return out
 
 

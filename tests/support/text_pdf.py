@@ -39,3 +39,23 @@ def _add_line(pdf, page, line: str, x: float, y: float, font_size: float) -> Non
     pdfium_c.FPDFText_SetText(obj, ctypes.cast(buffer, ctypes.POINTER(pdfium_c.FPDF_WCHAR)))
     pdfium_c.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
     pdfium_c.FPDFPage_InsertObject(page.raw, obj)
+
+
+def write_scanned_pdf(path: Path, pages: Sequence[Sequence[str]], dpi: int = 200, font_size: float = 12.0) -> Path:
+    """The same pages as ``write_text_pdf``, but as pictures only (no text layer): what a scanner makes."""
+    from PIL import Image
+
+    source = write_text_pdf(path.with_name(path.stem + "-source.pdf"), pages, font_size=font_size)
+    pdf = pdfium.PdfDocument(str(source))
+    try:
+        images: list[Image.Image] = []
+        for page in pdf:
+            bitmap = page.render(scale=dpi / 72.0)
+            images.append(bitmap.to_pil().convert("L"))
+            bitmap.close()
+            page.close()
+    finally:
+        pdf.close()
+    source.unlink()
+    images[0].save(path, format="PDF", resolution=float(dpi), save_all=True, append_images=images[1:])
+    return path

@@ -10,6 +10,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
@@ -89,17 +90,18 @@ def app_environment(data_dir: Path, fake: FakeOpenAI) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def doclens_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
-    """``python main.py serve`` on a free port; its log is kept under test-artifacts/ui/."""
+@contextmanager
+def running_app(data_dir: Path, log_name: str, **env: str) -> Iterator[RunningApp]:
+    """``python main.py serve`` on a free port with ``env`` on top of the usual; its log is kept under
+    test-artifacts/ui/."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    data_dir = tmp_path_factory.mktemp("ui-data")
-    log_path = ARTIFACTS / "app.log"
+    log_path = ARTIFACTS / log_name
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     with FakeOpenAI(reply=ui_reply) as fake, open(log_path, "w", encoding="utf-8") as log_file:
         process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port)], cwd=REPO_ROOT,
-                                   env=app_environment(data_dir, fake), stdout=log_file, stderr=subprocess.STDOUT)
+                                   env={**app_environment(data_dir, fake), **env}, stdout=log_file,
+                                   stderr=subprocess.STDOUT)
         try:
             wait_until_serving(url, process, log_path)
             yield RunningApp(url, fake, log_path, data_dir, upload_dir_for(data_dir))
@@ -110,3 +112,10 @@ def doclens_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def doclens_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """The app all browser tests share."""
+    with running_app(tmp_path_factory.mktemp("ui-data"), "app.log") as app:
+        yield app

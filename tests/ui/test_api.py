@@ -38,3 +38,15 @@ def test_errors_are_one_line_messages(doclens_app: RunningApp) -> None:
     client = Client(doclens_app.url, verbose=False)
     with pytest.raises(Exception, match="does not exist"):
         client.predict("no-such-kb", "anything?", api_name="/ask")
+
+
+def test_the_api_lists_no_temporary_evaluation_kb(doclens_app: RunningApp) -> None:
+    """As in the UI: "eval 2026…" (made and deleted again by an evaluation) is no one else's to see."""
+    from gradio_client import Client
+
+    client = Client(doclens_app.url, verbose=False)
+    client.predict("eval 20261201-101010", api_name="/create_kb")
+    try:
+        assert "eval 20261201-101010" not in [k["name"] for k in client.predict(api_name="/list_kbs")]
+    finally:
+        client.predict("eval 20261201-101010", api_name="/delete_kb")

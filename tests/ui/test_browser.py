@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from tests.support.fake_openai import images_in
-from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp
+from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp, running_app
 
 pytestmark = pytest.mark.slow
 
@@ -32,19 +32,38 @@ if not CHROMIUM.exists() and not os.environ.get("CI"):
 
 
 @pytest.fixture
-def page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
+def page(doclens_app: RunningApp, browser_page) -> Iterator:
+    """A fresh browser on the shared app."""
+    yield browser_page
+
+
+@pytest.fixture
+def browsers(tmp_path: Path) -> Iterator:
+    """Opens fresh browsers, each with its own profile (its own local storage: another browser, not another
+    tab); all are closed at the end."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
-        context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 800})
-        context.set_default_timeout(30_000)
-        page = context.new_page()
+        contexts = []
+
+        def open_page():
+            context = playwright.chromium.launch_persistent_context(
+                str(tmp_path / f"profile-{len(contexts)}"), executable_path=str(CHROMIUM), headless=True,
+                args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 800})
+            context.set_default_timeout(30_000)
+            contexts.append(context)
+            return context.new_page()
+
         try:
-            yield page
+            yield open_page
         finally:
-            context.close()
+            for context in contexts:
+                context.close()
+
+
+@pytest.fixture
+def browser_page(browsers) -> Iterator:
+    yield browsers()
 
 
 class Steps:
@@ -184,6 +203,16 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     assert "[1]" in preview.inner_text() and SAMPLE_PDF.name in preview.inner_text()
     steps.shot("citation-preview", show="#page-preview")
 
+    # -- [n] in the older answer asks for that answer's source n, not the newest answer's
+    joined: list[str] = []
+    page.on("request", lambda request: joined.append(request.post_data or "") if "queue/join" in request.url else None)
+    older_cite = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").first.locator(".dl-cite").first
+    assert "dl-answer-0" in (older_cite.get_attribute("class") or ""), "the chat keeps the answer's number"
+    older_cite.click()
+    page.wait_for_function("() => document.querySelector('#page-preview img')")
+    wait_idle(page)
+    assert any('"0:1"' in body for body in joined), joined
+
     # -- lock a figure, ask about it: the vision request carries the image
     figures = page.locator("#figure-gallery .thumbnail-item, #figure-gallery button.thumbnail-item")
     figures.first.wait_for(timeout=30_000)
@@ -302,9 +331,10 @@ def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, pa
     assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
 
 
-def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page) -> None:
+def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
     """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
-    pending row says it is being indexed, and the status ends in the final state."""
+    pending row says it is being indexed, and the status ends in the final state. Without a login the
+    job is this browser's: another browser is told it runs, and cannot cancel it."""
     page.goto(doclens_app.url)
     open_tab(page, "Knowledge base")
     create_kb(page, "kb-upload")
@@ -320,12 +350,104 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
     page.wait_for_function("() => document.querySelector('#docs-table')?.innerText.includes('being indexed')",
                            timeout=60_000)
+    other = browsers()
+    other.goto(doclens_app.url)
+    kb_tab_on(other, "kb-upload")
+    other.locator("#ingest-status").get_by_text("started in another browser").wait_for()
+    other.locator("#upload-cancel").click()
+    other.locator("#ingest-status").get_by_text("only that browser can cancel it").wait_for()
+    other.wait_for_timeout(1500)
+    assert status.locator(".dl-progress").count() == 1 and "Cancelling" not in status.inner_text(), \
+        "the other browser did not cancel this browser's upload"
     page.locator("#upload-cancel").click()
     status.get_by_text("Cancelling after the current page").wait_for()
     status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
     page.locator("#upload-cancel").click()
     status.get_by_text("No upload is running.").wait_for()
     assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
+
+
+BUNDLED_STEPS = ("reading the bundled 4-bit weights", "writing the full model", "packaging it for sentence-transformers")
+
+
+def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
+    """Item 9: a fresh data folder and an empty model cache: the banner names the build's step with its
+    percentage, a knowledge base is created at once, and an upload started meanwhile is kept (its progress
+    says it waits for the model) and ends indexed once the model is ready. float32 keeps the real build
+    to the bundled model (~2 minutes); the int8 steps feed the same banner (tests/ui/test_handlers.py)."""
+    page = browser_page
+    with running_app(tmp_path / "fresh", "first-start.log", DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
+                     DOCLENS_EMBEDDING_DTYPE="float32") as app:
+        page.goto(app.url)
+        banner = page.locator("#model-banner")
+        banner.get_by_text("Preparing the embedding model").wait_for(timeout=60_000)
+        open_tab(page, "Knowledge base")
+        field(page, "kb-new-name").fill("early")
+        page.locator("#kb-create").click()
+        page.locator("#kb-status").get_by_text("Created").wait_for(timeout=30_000)  # not after the build
+        assert banner.is_visible(), "the knowledge base was created while the model is still prepared"
+        page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
+        page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+        page.locator("#upload-start").click()
+        status = page.locator("#ingest-status")
+        status.get_by_text("indexing starts when the embedding model is ready").wait_for(timeout=60_000)
+        # a later step, further along: the fraction comes from the build's own steps
+        page.wait_for_function(
+            "(step) => { const t = document.querySelector('#model-banner')?.innerText || '';"
+            " return t.includes(step) && /[1-9]\\d*%/.test(t); }", arg=BUNDLED_STEPS[2], timeout=180_000)
+        page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
+        banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
+        status.get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+        page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
+                               arg=SAMPLE_PDF.name)
+        log_text = app.log_path.read_text(encoding="utf-8")
+    assert "embedding model: bundled:package" in log_text and "embedding model ready after" in log_text
+
+
+SCAN_PASSAGE = ("Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
+                "planted barley instead of wheat on the eastern terraces.")
+
+
+def frame_pixels(png: bytes) -> int:
+    """How many pixels of a page preview have the frame's colour (backend/documents/preview.py)."""
+    import io
+
+    from PIL import Image
+
+    from backend.documents.preview import FRAME_COLOUR
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for pixel in image.getdata() if max(abs(a - b) for a, b in zip(pixel, FRAME_COLOUR)) < 30)
+
+
+def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: RunningApp, page, tmp_path) -> None:
+    """Item 19: a scan has no text layer; clicking its source shows the page with the passage framed
+    (found through OCR of the page)."""
+    from tests.support.text_pdf import write_scanned_pdf
+
+    scan = write_scanned_pdf(tmp_path / "harbour-scan.pdf", [[
+        "Harbour tides were measured every morning by the keeper of the northern lighthouse.", SCAN_PASSAGE,
+        "Closing remarks about the weather station and its brass instruments."]])
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-scan")
+    page.locator("#upload-files input[type=file]").set_input_files(str(scan))
+    page.locator("#upload-files").get_by_text(scan.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    open_tab(page, "Chat")
+    choose(page, "kb-select", "kb-scan")
+    wait_idle(page)
+    ask(page, "How did the rainfall change after the reservoir opened?")
+    rows = page.locator("#sources tbody tr")
+    rows.first.wait_for()
+    assert scan.name in rows.first.inner_text()
+    rows.first.click()
+    image = page.locator("#page-preview img")
+    image.wait_for(timeout=ANSWER_TIMEOUT_MS)  # the first preview of a scanned page runs OCR: seconds
+    page.locator("#page-preview").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "scanned-preview.png"))
+    png = page.request.get(page.evaluate("(src) => new URL(src, location.href).href", image.get_attribute("src")))
+    assert png.ok and frame_pixels(png.body()) > 500, "the cited passage is framed on the scanned page"
 
 
 def ui_string_pairs() -> list[tuple[str, str]]:
@@ -370,15 +492,37 @@ def whole_page_text(page) -> str:
 
 
 README_SHOTS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+SHOTS = ARTIFACTS / "readme"
+
+
+def screenshot_folders() -> list[Path]:
+    """Where the README screenshots go: test-artifacts/ always; docs/screenshots (committed, shown by the
+    README) only when DOCLENS_UPDATE_SCREENSHOTS=1, so a test run leaves the working tree as it was."""
+    return [SHOTS, README_SHOTS] if os.environ.get("DOCLENS_UPDATE_SCREENSHOTS") == "1" else [SHOTS]
 
 
 def readme_shots(page, lang: str) -> None:
     """The README screenshots: chat, knowledge base and settings tabs, in each language."""
-    README_SHOTS.mkdir(parents=True, exist_ok=True)
+    folders = screenshot_folders()
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
     for index, name in enumerate(("chat", "kb", "settings")):
         page.locator("button[role=tab]").nth(index).click()
         wait_idle(page)
-        page.screenshot(path=str(README_SHOTS / f"{name}-{lang}.png"))
+        shot = page.screenshot(path=str(folders[0] / f"{name}-{lang}.png"))
+        for folder in folders[1:]:
+            (folder / f"{name}-{lang}.png").write_bytes(shot)
+
+
+def test_readme_screenshots_are_updated_only_when_asked(monkeypatch) -> None:
+    """A normal run must not rewrite the committed screenshots; the README's images exist."""
+    monkeypatch.delenv("DOCLENS_UPDATE_SCREENSHOTS", raising=False)
+    assert screenshot_folders() == [SHOTS]
+    monkeypatch.setenv("DOCLENS_UPDATE_SCREENSHOTS", "1")
+    assert README_SHOTS in screenshot_folders()
+    readme = (README_SHOTS.parent.parent / "README.md").read_text(encoding="utf-8")
+    for name in re.findall(r"docs/screenshots/([\w-]+\.png)", readme):
+        assert (README_SHOTS / name).is_file(), name
 
 
 @pytest.fixture
@@ -401,6 +545,7 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
     """Item 11: a Chinese browser gets the Chinese UI only; the switch turns it into English only, and
     the choice survives a reload. Messages made on the server follow the language too."""
     page = chinese_page
+    committed = {path: path.read_bytes() for path in README_SHOTS.glob("*.png")}
     page.goto(doclens_app.url)
     page.get_by_role("tab", name="知识库").wait_for()
     wait_idle(page)
@@ -425,3 +570,7 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
 
     page.reload()
     page.get_by_role("tab", name="Knowledge base").wait_for()  # the choice outlives the page
+    assert (SHOTS / "chat-zh.png").is_file() and (SHOTS / "settings-en.png").is_file()
+    if README_SHOTS not in screenshot_folders():
+        assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, \
+            "a test run leaves docs/screenshots alone"

@@ -13,6 +13,7 @@ import logging
 import re
 import shutil
 import socket
+import time
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -27,7 +28,7 @@ from tests.support.fake_openai import FakeOpenAI, RecordedRequest
 from ui.app import build_app, parse_auth
 from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
 from ui.common import ALL_DOCUMENTS, error_text, kb_names, shows_errors
-from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
+from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files, user_key
 from ui.icons import SYMBOLS, icon
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
@@ -148,7 +149,7 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     messages, sources, confidence, chart, turns, last_sources = (final[0], final[2], final[3], final[4],
                                                                  final[7], final[8])
     assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
-                                              '<span class="dl-cite" role="link" tabindex="0">[1]</span>.')
+                                              '<span class="dl-cite dl-answer-0" role="link" tabindex="0">[1]</span>.')
     assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
     assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
     rows = sources.raw_samples
@@ -157,7 +158,8 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     assert "dl-chart" in chart and PHYSICS in chart
     assert [t["role"] for t in turns] == ["user", "assistant"] and turns[0]["content"] == QUESTION
     assert turns[1]["content"].startswith("The levels are")  # the raw answer, not the rendered bubble
-    assert last_sources and last_sources[0]["file"] == PHYSICS and last_sources[0]["text"]
+    assert len(last_sources) == 1, "one list of sources per answer"
+    assert last_sources[0] and last_sources[0][0]["file"] == PHYSICS and last_sources[0][0]["text"]
     answer_requests = [r for r in fake.chat_requests() if r.body.get("stream")]
     assert len(answer_requests) == 1 and QUESTION in answer_requests[0].text()
 
@@ -319,11 +321,12 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     handlers = KBHandlers(service, ReceivedUploads(blocks, tmp_path / "gradio"))
     status, *_ = handlers.create("uploads", KB)
     assert status.startswith(icon("ok"))
-    status, table, timer, files = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
+    status, table, timer, files, browser = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
     assert 'class="dl-progress"' in status and timer["active"] is True and files is None
-    job = handlers.jobs.get("", "uploads")
+    assert browser, "a browser's first upload gives it an id"
+    job = handlers.jobs.get(f"browser:{browser}", "uploads")
     assert job is not None and job.done.wait(120)
-    results, table, picker, timer = handlers.poll("uploads")
+    results, table, picker, timer = handlers.poll("uploads", browser)
     assert original in results and "indexed" in results and timer["active"] is False
     assert [row[0] for row in table["value"]] == [original]
     assert picker["choices"] == [original] and picker["value"] is None, "nothing is pre-selected for deletion"
@@ -336,7 +339,7 @@ def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
     assert status.startswith(WARN) and "PDF" in status
     status, *rest = handlers.upload(None, [str(SAMPLES / PHYSICS)])
     assert status.startswith(WARN) and "knowledge base" in status
-    assert rest[-1] == gr.skip(), "the chosen files are never dropped"
+    assert rest[2] == gr.skip(), "the chosen files are never dropped"
 
 
 def test_uploaded_files_read_gradio_file_data() -> None:
@@ -424,6 +427,28 @@ def test_kb_delete_uses_the_name_the_confirmation_showed(service: DocLens) -> No
     assert handlers.close_confirmation()[1] is None  # a new selection drops the pending name
 
 
+HOSTILE_NAME = "**x** <img src=x onerror=alert(1)> [link](http://example.com) $5"
+
+
+def rendered(markdown: str) -> str:
+    """The Markdown as HTML (CommonMark with raw HTML allowed, as a page would show it)."""
+    from markdown_it import MarkdownIt
+    return MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+
+def test_names_in_confirmations_and_statuses_are_shown_as_typed(service: DocLens) -> None:
+    """A knowledge base or file name is text: no emphasis, no HTML element, no link, no math."""
+    handlers = KBHandlers(service)
+    _row, kb_message, pending = handlers.ask_delete(HOSTILE_NAME)
+    _row, doc_message, pending_doc = handlers.ask_delete_document(KB, HOSTILE_NAME)
+    assert pending == HOSTILE_NAME and pending_doc == {"kb": KB, "file": HOSTILE_NAME}
+    for message in (kb_message, doc_message):
+        html_out = rendered(message)
+        assert "<img" not in html_out and "<a " not in html_out and "<strong>x</strong>" not in html_out, html_out
+        assert "**x**" in html_out and "&lt;img src=x onerror=alert(1)&gt;" in html_out
+        assert "$5" not in message, "a name is not math either"
+
+
 def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
     """Item 2: no document is pre-selected, and deleting one first asks, naming file and KB."""
     handlers = KBHandlers(service)
@@ -446,6 +471,26 @@ def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: 
                     "quotes the most relevant passages.", question="revenue by region")
     rendered = answer_markdown(answer, "en")
     assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
+
+
+def test_a_citation_opens_the_source_of_its_own_answer(service: DocLens) -> None:
+    """[n] in an older answer opens that answer's source n, not the newest answer's."""
+    handlers = ChatHandlers(service)
+    first = list(handlers.send(QUESTION, KB, ALL_DOCUMENTS, [], [], None, []))[-1]
+    messages, turns, answer_sources = first[0], first[7], first[8]
+    second = list(handlers.send("What does the figure on page 2 show?", KB, ALL_DOCUMENTS, messages, turns, None,
+                                answer_sources))[-1]
+    answer_sources = second[8]
+    assert len(answer_sources) == 2
+    bubbles = [m["content"] for m in second[0] if m["role"] == "assistant" and not m.get("metadata")]
+    assert "dl-answer-0" in bubbles[0] and "dl-answer-1" in bubbles[1] and "dl-answer-1" not in bubbles[0]
+    old = answer_sources[0][0]
+    preview = handlers.show_cited("0:1", KB, answer_sources)
+    assert preview["label"] == f"[1] {old['file']} · p{old['page']}"
+    newest = answer_sources[1][0]
+    assert handlers.show_page(0, KB, answer_sources)["label"] == f"[1] {newest['file']} · p{newest['page']}"
+    assert handlers.show_cited("2:1", KB, answer_sources) == gr.skip()  # no such answer
+    assert handlers.show_cited("nonsense", KB, answer_sources) == gr.skip()
 
 
 def test_a_new_answer_hides_the_previous_page(service: DocLens) -> None:
@@ -479,6 +524,23 @@ def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path)
     assert [d.file for d in service.documents(KB)] == [PHYSICS]
 
 
+def test_an_upload_belongs_to_the_browser_that_started_it(service: DocLens) -> None:
+    """Without a login, another browser sees that an upload runs in the KB but cannot cancel it; the
+    browser that started it (same id after a reload) follows and cancels it."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    owner, other = "browser-one", "browser-two"
+    job = handlers.jobs.start(user_key(None, owner), KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None
+    status, timer = handlers.attach(KB, other)
+    assert "another browser" in status and timer["active"] is False
+    assert "only that browser can cancel it" in handlers.cancel_upload(KB, other)
+    assert not job.cancel.is_set(), "another browser cannot cancel it"
+    assert handlers.poll(KB, other)[3]["active"] is False
+    assert handlers.attach(KB, owner)[1]["active"] is True
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB, owner)
+    assert job.cancel.is_set() and job.done.wait(60)
+
+
 def slow_ingest(service: DocLens):
     """The real ingest, started only once the test has cancelled (so the cancel lands on a running job)."""
     def ingest(kb, paths, *, cancel, **options):
@@ -487,18 +549,43 @@ def slow_ingest(service: DocLens):
     return ingest
 
 
-def test_model_preparation_shows_a_banner(service: DocLens) -> None:
-    """Item 9: while the embedding model is prepared the page says so and for how long."""
+def test_model_preparation_shows_a_banner_with_the_builds_step_and_fraction(service: DocLens) -> None:
+    """Item 9: while the embedding model is prepared the page says so, which step the build is in, how
+    far along (reported by the build, backend/embedding/builds.py) and for how long."""
+    from backend.embedding.builds import report_step
     from ui.app import model_banner
     banner, timer = model_banner(service)
     assert banner["visible"] is False and timer["active"] is False
-    service.model_state.started()
+    service.model_state.started(service.settings)
     try:
         banner, timer = model_banner(service)
         assert banner["visible"] is True and timer["active"] is True
-        assert "Preparing the embedding model" in banner["value"] and "dl-progress" in banner["value"]
+        assert "Preparing the embedding model: loading the model" in banner["value"]
+        assert "dl-indeterminate" in banner["value"]  # no build reported: no made-up percentage
+        assert service.model_state.plan == ("bundled", "int8") or service.model_state.plan == ("bundled",)
+        report_step("bundled", "package", 0.5)
+        banner, _ = model_banner(service)
+        assert "packaging it for sentence-transformers" in banner["value"]
+        assert re.search(r'aria-valuenow="([1-9]\d?)"', banner["value"]), banner["value"]
     finally:
         service.model_state.finished()
+    report_step("int8", "quantize", 0.5)  # nobody listens once the model is ready
+    assert service.model_state.step == "bundled:package"
+
+
+def test_a_kb_is_created_without_waiting_for_the_embedding_model(tmp_path: Path) -> None:
+    """Item 9: on a first start the model is built for minutes; creating a knowledge base must not wait
+    (a bundled model's id and dimensions are known before it is built)."""
+    empty_cache = tmp_path / "no-models-yet"
+    with DocLens(make_settings(tmp_path / "data", DOCLENS_EMBEDDING_CACHE_DIR=str(empty_cache))) as fresh:
+        started = time.monotonic()
+        kb = fresh.create_kb("early")
+        assert time.monotonic() - started < 10 and (kb.embedding_model, kb.dim) == ("bundled:multilingual-e5-small",
+                                                                                  384)
+        assert not empty_cache.exists() or not any(empty_cache.iterdir()), "nothing was built"
+    with DocLens(make_settings(tmp_path / "data")) as ready:  # the built model agrees with what was recorded
+        assert (ready.embedder.model_id, ready.embedder.dim) == (kb.embedding_model, kb.dim)
+        ready.open_kb("early")
 
 
 def test_fresh_install_gets_an_empty_default_kb(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -561,4 +648,4 @@ def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fak
     handlers = ChatHandlers(service)
     final = [u for u in handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None)][-1]
     assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
-    assert final[8][0]["file"] == PHYSICS and final[8][0]["text"] == right.text, "the right source comes first"
+    assert final[8][-1][0]["file"] == PHYSICS and final[8][-1][0]["text"] == right.text, "the right source comes first"

@@ -157,7 +157,8 @@ def test_upload_refuses_files_gradio_did_not_receive(indexed: RunningApp, tmp_pa
     planted.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(SAMPLE_PDF, planted)
     for endpoint in ("upload", "kb_upload"):  # the API and the KB tab's event
-        event, result = web.call(endpoint, KB, [file_data(str(planted), "planted.pdf")])
+        browser = [None] if endpoint == "kb_upload" else []  # the KB tab's event also gets the browser id
+        event, result = web.call(endpoint, KB, [file_data(str(planted), "planted.pdf")], *browser)
         assert NOT_RECEIVED in (result if event == "error" else result[0]), result
     assert planted.exists(), "a file the upload did not receive is not ours to delete"
     shutil.rmtree(planted.parent)
@@ -286,8 +287,9 @@ def test_serve_on_an_open_address_without_login_refuses_to_start(tmp_path: Path)
 
 
 def ask_from_page(web: Web, question: str) -> list:
-    """The Chat tab's send event (question, kb, document, chatbot, turns, figure lock, session profile)."""
-    return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, None))
+    """The Chat tab's send event (question, kb, document, chatbot, turns, figure lock, every answer's
+    sources, session profile)."""
+    return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, [], None))
 
 
 def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat",
