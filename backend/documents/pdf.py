@@ -21,9 +21,10 @@ import pypdfium2 as pdfium
 from PIL import Image
 
 from backend.cpu import usable_cpus
-from backend.documents.equations import body_size, formula_regions, mark_equations, ocr_formulas
+from backend.documents.equations import (body_size, formula_regions, inline_formula_regions, mark_equations,
+                                         ocr_formulas, ocr_inline_formulas, with_inline_pieces)
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
-from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines, read_lines
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
@@ -156,16 +157,21 @@ class _PageParser:
     def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine],
                       images: list) -> ParsedPage:
         height = page.get_height()
-        body = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        text = [ln for ln in lines if not self._is_margin_line(ln, height)]
         paths = page_paths(page)
-        tables = self._tables(index, page, body, paths)
-        if tables:
-            body = order_lines(remove_table_text(body, tables) + table_blocks(tables), _obstacles(page, images))
+        tables = self._tables(index, page, text, paths)
+        body = _with_tables(text, tables, _obstacles(page, images)) if tables else text
         ingest = self.settings.ingest
         figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
                                ingest.min_figure_px, self._figure_dpi(page, index), ingest.detect_vector_charts)
-        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + [f.box for f in figures]
-                                         + [b for b, _ in images])
+        pictures = [f.box for f in figures] + [b for b, _ in images]
+        pieces = self._inline_symbols(page, text, paths, pictures)
+        if pieces:  # symbols drawn as paths inside text rows and table cells
+            text = with_inline_pieces(text, pieces)
+            if any(center_inside(p.box, t.box) for p in pieces for t in tables):
+                tables = self._tables(index, page, text, paths)
+            body = _with_tables(text, tables, _obstacles(page, images))
+        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + pictures)
         if formulas:
             body = order_lines(body + formulas, _obstacles(page, images))
         mark_equations(body, page.get_width())
@@ -178,14 +184,29 @@ class _PageParser:
         """Display formulas drawn as glyph outlines have no text: OCR them where they stand."""
         size = body_size(body)
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
-        if not regions:
-            return []
-        try:
-            engine = self._ocr_engine or get_ocr_engine(self.settings)
-        except DocumentError as exc:  # no OCR here: the formulas stay unread, the page is still parsed
-            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, len(regions), exc)
+        engine = self._formula_engine(len(regions))
+        if engine is None:
             return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+
+    def _inline_symbols(self, page: pdfium.PdfPage, lines: list[TextLine], paths: list,
+                        excluded: list) -> list[TextLine]:
+        """Symbols drawn as glyph outlines inside text rows ("其中 m 是粒子质量") have no text: OCR them."""
+        size = body_size(lines)
+        regions = inline_formula_regions(paths, lines, excluded, size)
+        engine = self._formula_engine(len(regions))
+        if engine is None:
+            return []
+        return ocr_inline_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+
+    def _formula_engine(self, regions: int) -> Optional[OCREngine]:
+        if not regions:
+            return None
+        try:
+            return self._ocr_engine or get_ocr_engine(self.settings)
+        except DocumentError as exc:  # no OCR here: the symbols stay unread, the page is still parsed
+            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, regions, exc)
+            return None
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:
         zone = _margin_zone(line, height)
@@ -336,6 +357,13 @@ def _load_page(pdf: pdfium.PdfDocument, index: int) -> Optional[pdfium.PdfPage]:
     except pdfium.PdfiumError as exc:
         log.warning("page %d cannot be loaded (%s)", index + 1, exc)
         return None
+
+
+def _with_tables(lines: list[TextLine], tables: list, obstacles: list[tuple]) -> list[TextLine]:
+    """The page's lines with the tables' text replaced by one Markdown block per table, in reading order."""
+    if not tables:
+        return order_lines(lines, obstacles)
+    return order_lines(remove_table_text(lines, tables) + table_blocks(tables), obstacles)
 
 
 def _obstacles(page: pdfium.PdfPage, images: Sequence[tuple]) -> list[tuple]:
