@@ -67,6 +67,8 @@ def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
         line.equation = is_equation_line(line, *edges[line.column])
     for i, line in enumerate(lines):
         neighbours = [lines[j] for j in (i - 1, i + 1) if 0 <= j < len(lines)]
+        if line.block or line.column not in edges:
+            continue  # a table or a figure's labels: never part of an equation
         if not line.equation and _is_fragment(line, edges[line.column][0]) and any(n.equation for n in neighbours):
             line.equation = True
 
@@ -192,7 +194,7 @@ def ocr_inline_formulas(regions: Sequence[BBox], render: Callable[[BBox], object
         except Exception as exc:  # noqa: BLE001 - OCR of a few symbols is not worth the page
             log.warning("symbols at %s not read (%s)", [round(v) for v in box], exc)
             continue
-        if text:
+        if any(c.isalnum() or c in _MATH_CHARS for c in text):  # a legend's marker reads as "■": no symbol
             found.append(TextLine(text, box, size, [Char(text, box, size)]))
     return found
 

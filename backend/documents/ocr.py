@@ -154,7 +154,7 @@ class RapidOCREngine:
                         "Global.log_level": "warning",  # it logs every model load at INFO otherwise
                         "Det.limit_type": "max",
                         "Det.limit_side_len": det_limit_side_len,
-                        # one thread per model run: pages run in parallel instead (see pdf._OCRAhead);
+                        # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
                         # ORT's own threads cost ~35 % more CPU on these small convolutions
                         "EngineConfig.onnxruntime.intra_op_num_threads": 1}
         self._engine: Any = None

@@ -12,23 +12,25 @@ import math
 import os
 import re
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pypdfium2 as pdfium
 from PIL import Image
 
-from backend.cpu import usable_cpus
 from backend.documents.equations import (body_size, formula_regions, inline_formula_regions, mark_equations,
                                          ocr_formulas, ocr_inline_formulas, with_inline_pieces)
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
 from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.layout_model import (NATIVE_DPI, layout_model, mark_equation_regions, regions_in_points,
+                                            with_regions)
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
+from backend.documents.ocr_ahead import OCRAhead, ocr_dpi
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
+from backend.documents.reading_order import column_test_unsure
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
 from backend.settings import IngestSettings, Settings
@@ -39,9 +41,9 @@ log = logging.getLogger(__name__)
 MIN_VISIBLE_CHARS = 20  # fewer than this and mostly image: a scanned page
 MIN_IMAGE_COVER = 0.5
 MARGIN_ZONE = 0.09  # share of the page height where running headers and footers live
-MAX_OCR_WORKERS = 4
 MAX_FORMULAS_PER_PAGE = 6  # more glyph clusters than this are a drawing, not formulas
 FORMULA_DPI = 216
+MIN_FIGURE_LINES = 3  # text lines inside a drawn chart that make its page's reading order unsure
 
 PAGE_NUMBER = re.compile(
     r"^(?:[-–—·•\s]*\d{1,4}[-–—·•\s]*"
@@ -102,7 +104,7 @@ class _PageParser:
         self.running: set[tuple[str, str]] = set()  # (zone, key) of headers/footers
         self.scanned: dict[int, list] = {}  # page index -> its image boxes, for pages that need OCR
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
-        self._ocr_ahead: Optional[_OCRAhead] = None
+        self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
 
@@ -158,23 +160,30 @@ class _PageParser:
                       images: list) -> ParsedPage:
         height = page.get_height()
         text = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        obstacles = _obstacles(page, images)
         paths = page_paths(page)
         tables = self._tables(index, page, text, paths)
-        body = _with_tables(text, tables, _obstacles(page, images)) if tables else text
+        body = _with_tables(text, tables, obstacles) if tables else text
         ingest = self.settings.ingest
         figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
                                ingest.min_figure_px, self._figure_dpi(page, index), ingest.detect_vector_charts)
+        regions = self._layout_regions(page, text, obstacles, figures)
+        if regions:  # geometry alone was unsure: the layout model's figures and margins join in
+            text, figure_boxes = with_regions(text, regions, height)
+            obstacles = obstacles + figure_boxes
         pictures = [f.box for f in figures] + [b for b, _ in images]
         pieces = self._inline_symbols(page, text, paths, pictures)
         if pieces:  # symbols drawn as paths inside text rows and table cells
             text = with_inline_pieces(text, pieces)
             if any(center_inside(p.box, t.box) for p in pieces for t in tables):
                 tables = self._tables(index, page, text, paths)
-            body = _with_tables(text, tables, _obstacles(page, images))
+        if regions or pieces:
+            body = _with_tables(text, tables, obstacles)
         formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + pictures)
         if formulas:
-            body = order_lines(body + formulas, _obstacles(page, images))
+            body = order_lines(body + formulas, obstacles)
         mark_equations(body, page.get_width())
+        mark_equation_regions(body, regions)
         for line in formulas:
             line.equation = True
         return ParsedPage(index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables))
@@ -188,6 +197,24 @@ class _PageParser:
         if engine is None:
             return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+
+    def _layout_regions(self, page: pdfium.PdfPage, lines: list[TextLine], obstacles: list,
+                        figures: list[PageFigure]) -> list:
+        """The layout model's regions (PDF points) on a page where geometry alone is unsure, else none.
+        Unsure: the column test refused a gutter between side-by-side text (``column_test_unsure``), or a
+        chart drawn as vectors holds text lines (its labels were ordered as if it were not there)."""
+        if not self.settings.ingest.layout_model_native or not lines:
+            return []
+        drawn = [f.box for f in figures if f.kind == "vector"]
+        if not (any(sum(center_inside(ln.box, box) for ln in lines) >= MIN_FIGURE_LINES for box in drawn)
+                or column_test_unsure(lines, obstacles)):
+            return []
+        bitmap = page.render(scale=NATIVE_DPI / 72.0)
+        try:
+            image = bitmap.to_pil()
+        finally:
+            bitmap.close()
+        return regions_in_points(layout_model().regions(image), NATIVE_DPI, page.get_height())
 
     def _inline_symbols(self, page: pdfium.PdfPage, lines: list[TextLine], paths: list,
                         excluded: list) -> list[TextLine]:
@@ -237,7 +264,7 @@ class _PageParser:
     def _parse_scanned(self, page: pdfium.PdfPage, index: int, images: list) -> ParsedPage:
         if self._ocr_ahead is None:
             engine = self._ocr_engine or get_ocr_engine(self.settings)
-            self._ocr_ahead = _OCRAhead(engine, self._render_scan, sorted(self.scanned))
+            self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(self.scanned))
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
@@ -254,7 +281,7 @@ class _PageParser:
         page = self.pdf[index]
         try:
             dpi = self.limits.render_dpi(page.get_width(), page.get_height(),
-                                         _ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
+                                         ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
             bitmap = page.render(scale=dpi / 72.0)
             try:
                 return bitmap.to_pil().convert("RGB")
@@ -279,65 +306,6 @@ class _PageParser:
             else:
                 self._ocr_edges[zone] = key
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-class _OCRAhead:
-    """OCR of the scanned pages on worker threads, a few pages ahead of the reader.
-
-    One page per worker, each model run single-threaded: the recogniser's many small convolutions scale
-    badly across threads (measured ~35 % more CPU for 2 threads), whole pages in parallel do not. Pages
-    are rendered on the calling thread only (pdfium is not thread-safe); results come back in page order.
-    """
-
-    def __init__(self, engine: OCREngine, render: Callable[[int], Image.Image], pages: Sequence[int]) -> None:
-        self._engine = engine
-        self._render = render
-        self._queue = list(pages)  # scanned page indexes not yet submitted, ascending
-        self._workers = ocr_workers()
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ocr")
-        self._futures: dict[int, Future[str]] = {}
-
-    def text(self, index: int) -> str:
-        """The recognised text of page ``index``; keeps the next scanned pages in flight meanwhile."""
-        self._queue = [i for i in self._queue if i != index]
-        if index not in self._futures:
-            self._submit(index)
-        while self._queue and len(self._futures) < self._workers:
-            self._submit(self._queue.pop(0))
-        return _wait_without_pdfium_lock(self._futures.pop(index))
-
-    def _submit(self, index: int) -> None:
-        self._futures[index] = self._pool.submit(self._engine.recognize, self._render(index))
-
-    def close(self) -> None:
-        # A page still in flight finishes in the background: cancel must not wait for it.
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _wait_without_pdfium_lock(future: Future[str]) -> str:
-    """OCR takes seconds and makes no pdfium call: previews may render meanwhile."""
-    try:
-        PDFIUM_LOCK.release()
-    except RuntimeError:  # not held by this thread
-        return future.result()
-    try:
-        return future.result()
-    finally:
-        PDFIUM_LOCK.acquire()
-
-
-def ocr_workers() -> int:
-    """Pages OCR'd at once: one per usable core, at most MAX_OCR_WORKERS (memory: a rendered page each)."""
-    return max(1, min(MAX_OCR_WORKERS, usable_cpus()))
-
-
-def _ocr_dpi(configured: int, images: Sequence[tuple]) -> float:
-    """Rendering a scan above its own resolution adds pixels but no detail (and the detector shrinks the
-    page to det_limit_side_len anyway): use the scan's resolution, at least 150 dpi, at most ocr.dpi."""
-    native = [px[0] / max(1e-6, (b[2] - b[0]) / 72.0) for b, px in images if px and px[0]]
-    if not native:
-        return float(configured)
-    return float(min(configured, max(150.0, max(native))))
 
 
 def _read_page_lines(page: pdfium.PdfPage, index: int, limits: PageLimits,
