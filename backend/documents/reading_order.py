@@ -44,8 +44,9 @@ class _Columns:
     """Hands out column numbers: 0 is the whole page, every gutter cut makes two new ones. Counts the
     regions where the column test was unsure (see ``column_test_unsure``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check_unsure: bool = False) -> None:
         self.count = 1
+        self.check_unsure = check_unsure  # only when asked: it costs a pass over every refused strip
         self.unsure = 0
 
     def new(self) -> int:
@@ -60,12 +61,12 @@ def reading_leaves(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, floa
 
 
 def column_test_unsure(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]] = ()) -> bool:
-    """Whether geometry alone may have read this page wrong: somewhere lines sit side by side in two
-    groups of at least three on either side of a vertical whitespace strip, yet the strip was refused as a
-    gutter (a line crossing it beside the others, or one side's lines too short for a text column: a
-    drawn chart's labels, a table, a list beside the text). Pages read as one column, or whose gutters
-    all held, are sure."""
-    columns = _Columns()
+    """Whether geometry alone may have read this page wrong: somewhere text sits side by side on either
+    side of a vertical whitespace strip (four rows facing each other, lines over 3 font sizes long on both
+    sides), yet the strip was refused as a gutter (a line crossing it beside the others, one side's lines
+    too short for a text column) or is narrower than a gutter may be. Pages read as one column, or whose
+    gutters all held, are sure."""
+    columns = _Columns(check_unsure=True)
     _leaves(lines, obstacles, columns)
     return columns.unsure > 0
 
@@ -149,6 +150,8 @@ def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, fl
     for a, b, _ in strips[:_GUTTER_CANDIDATES]:
         if _valid_gutter(lines, (a, b), size):
             return a, b
+    if not columns.check_unsure:
+        return None
     # refused, or too narrow for a gutter: unsure if it still parts side-by-side text
     narrow = sorted((s for s in inner if _NARROW_GUTTER_EMS * size <= s[1] - s[0] < 0.4 * size and s[2] == 0),
                     key=lambda s: -(s[1] - s[0]))
