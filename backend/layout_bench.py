@@ -83,8 +83,9 @@ def _paragraphs_of(lines: Sequence[str], lang: str) -> list[str]:
 # ---------------------------------------------------------------------------------------- layout
 
 def write_bench_pdf(path: Path, paragraphs: Sequence[str], lang: str, layouts=LAYOUTS,
-                    seed: int = 7) -> list[BenchPage]:
-    """One page per layout, filled from ``paragraphs`` in order; returns each page's true text."""
+                    seed: int = 7, gap: float = _GAP) -> list[BenchPage]:
+    """One page per layout, filled from ``paragraphs`` in order; returns each page's true text. ``gap``:
+    the whitespace between columns, in points."""
     from reportlab.lib.pagesizes import A4
     from reportlab.pdfgen.canvas import Canvas
 
@@ -95,7 +96,7 @@ def write_bench_pdf(path: Path, paragraphs: Sequence[str], lang: str, layouts=LA
     pages = []
     for number, layout in enumerate(layouts, start=1):
         page = _Canvas(canvas)
-        _draw_page(page, story, layout, font, lang, rng, number)
+        _draw_page(page, story, layout, font, lang, rng, number, gap)
         canvas.showPage()
         pages.append(BenchPage(lang, layout[0], " ".join(page.placed)))
     canvas.save()
@@ -126,7 +127,7 @@ def _styles(font: str, lang: str) -> dict[str, Any]:
 
 
 def _draw_page(page: _Canvas, story: list[str], layout: tuple, font: str, lang: str, rng: random.Random,
-               number: int) -> None:
+               number: int, gap: float = _GAP) -> None:
     from reportlab.lib.pagesizes import A4
 
     columns, figure_band, abstract, column_figure = layout
@@ -139,11 +140,11 @@ def _draw_page(page: _Canvas, story: list[str], layout: tuple, font: str, lang: 
         top = _full_width(page, [(story.pop(0), styles["body"])], top, width) - 10
     if figure_band:
         middle = _MARGIN + 0.45 * (top - _MARGIN)
-        _columns(page, story, columns, top, middle + 150, width, styles, rng, column_figure)
+        _columns(page, story, columns, top, middle + 150, width, styles, rng, column_figure, gap)
         _full_width_figure(page, middle, width, styles, rng, number, lang)
-        _columns(page, story, columns, middle - 8, _MARGIN, width, styles, rng, False)
+        _columns(page, story, columns, middle - 8, _MARGIN, width, styles, rng, False, gap)
     else:
-        _columns(page, story, columns, top, _MARGIN, width, styles, rng, column_figure)
+        _columns(page, story, columns, top, _MARGIN, width, styles, rng, column_figure, gap)
 
 
 def _full_width(page: _Canvas, items: Iterable[tuple[str, Any]], top: float, width: float) -> float:
@@ -171,13 +172,13 @@ def _full_width_figure(page: _Canvas, middle: float, width: float, styles: dict,
 
 
 def _columns(page: _Canvas, story: list[str], columns: int, top: float, bottom: float, width: float,
-             styles: dict, rng: random.Random, column_figure: bool) -> None:
+             styles: dict, rng: random.Random, column_figure: bool, gap: float = _GAP) -> None:
     """Flow ``story`` through the columns between ``top`` and ``bottom`` (consumed paragraphs removed)."""
     from reportlab.platypus import Frame
 
-    column_width = (width - 2 * _MARGIN - (columns - 1) * _GAP) / columns
+    column_width = (width - 2 * _MARGIN - (columns - 1) * gap) / columns
     for i in range(columns):
-        frame = Frame(_MARGIN + i * (column_width + _GAP), bottom, column_width, top - bottom,
+        frame = Frame(_MARGIN + i * (column_width + gap), bottom, column_width, top - bottom,
                       leftPadding=0, rightPadding=0, topPadding=0, bottomPadding=0, showBoundary=0)
         if column_figure and i == 1:
             _column_figure(page, frame, styles, rng)

@@ -105,3 +105,17 @@ def md_literal(name: str) -> str:
         else:
             out.append(char)
     return "".join(out)
+# A display formula as the parser writes it (a PP-StructureV3 formula block): "$$ <LaTeX> $$".
+_PARSED_FORMULA = re.compile(r"\$\$ [^$\n]+? \$\$")
+
+
+def document_text(text: str) -> str:
+    """Quoted document text: literal (``literal_text``), except the display formulas the parser wrote as
+    ``$$ <LaTeX> $$``, which render as math."""
+    pieces: list[str] = []
+    position = 0
+    for match in _PARSED_FORMULA.finditer(text):
+        pieces += [literal_text(text[position:match.start()]), match.group(0)]
+        position = match.end()
+    pieces.append(literal_text(text[position:]))
+    return "".join(pieces)

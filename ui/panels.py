@@ -9,7 +9,7 @@ from typing import Sequence
 from backend.types import Answer, Source
 from ui.i18n import text
 from ui.icons import icon
-from ui.latex import literal_text, md_literal, protect_currency
+from ui.latex import document_text, literal_text, md_literal, protect_currency
 from ui.messages import translate_notice
 
 SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length")
@@ -94,7 +94,7 @@ def sources_markdown(sources: Sequence[Source]) -> str:
     for index, source in enumerate(sources, 1):
         snippet = " ".join(source.text.split())[:140]
         lines.append(f"{index}. **{md_literal(source.file)}** · p{source.page} · {source.relevance:.0f}%  \n"
-                     f"   <small>{literal_text(snippet)}…</small>")
+                     f"   <small>{document_text(snippet)}…</small>")
     return "\n".join(lines)
 
 
@@ -109,7 +109,7 @@ def extractive_markdown(answer: Answer, lang: str, answer_number: int = 0) -> st
     passages = []
     for number, source in enumerate(answer.sources[:3], 1):
         excerpt = best_excerpt(answer.question or "", source.text, EXCERPT_CHARS) or source.text[:EXCERPT_CHARS]
-        quoted = "\n".join(f"> {literal_text(line)}" if line.strip() else ">" for line in excerpt.splitlines())
+        quoted = "\n".join(f"> {document_text(line)}" if line.strip() else ">" for line in excerpt.splitlines())
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
         passages.append(f"**{cite(number, answer_number)} {md_literal(source.file)} · p{source.page}** · {relevance}\n{quoted}")
     return "\n\n".join([notice, *passages] if notice else passages)

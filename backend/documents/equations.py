@@ -12,7 +12,7 @@ import logging
 import re
 from typing import Callable, Sequence
 
-from backend.documents.layout import CJK_CHAR, BBox, TextLine, center_inside, column_edges, union
+from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_inside, column_edges, line_from_chars, union
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,11 @@ _MAX_EQUATION_CHARS = 160
 # vector-drawn formulas: glyph outlines as small paths
 _GLYPH_MAX = 3.0  # a path at most this many body font sizes wide and high is a glyph
 _MIN_GLYPHS = 3
+# symbols drawn as paths inside a text line ("其中 m 是粒子质量", a table cell "0.5ℏω")
+_INLINE_GLYPH_MAX = 1.6  # at most this many body font sizes wide and high
+_MAX_GLYPH_ASPECT = 12.0  # thinner paths are rules, ticks and underlines
+_MAX_PAGE_GLYPHS = 400  # more small paths than this on a page: a drawing, not text
+MAX_INLINE_FORMULAS = 24  # more clusters than this on a page: a drawing, not symbols in text
 
 
 def math_share(text: str) -> float:
@@ -62,6 +67,8 @@ def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
         line.equation = is_equation_line(line, *edges[line.column])
     for i, line in enumerate(lines):
         neighbours = [lines[j] for j in (i - 1, i + 1) if 0 <= j < len(lines)]
+        if line.block or line.column not in edges:
+            continue  # a table or a figure's labels: never part of an equation
         if not line.equation and _is_fragment(line, edges[line.column][0]) and any(n.equation for n in neighbours):
             line.equation = True
 
@@ -141,3 +148,72 @@ def _padded(box: BBox, size: float) -> BBox:
 def body_size(lines: Sequence[TextLine]) -> float:
     sizes = sorted(ln.size for ln in lines if not ln.block and ln.size > 0)
     return sizes[len(sizes) // 2] if sizes else 10.0
+
+
+# ------------------------------------------------------------------ symbols drawn as paths in text
+
+def inline_formula_regions(paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox],
+                           body_size: float) -> list[BBox]:
+    """Boxes of symbols drawn as glyph outlines inside text rows: clusters of small paths on the row of a
+    text line and close to it, over no char of the text layer, outside figures and images. None on a page
+    with so many small paths or clusters that it is a drawing."""
+    size = max(body_size, 1.0)
+    glyphs = [b for b, _ in paths if _glyph_like(b, _INLINE_GLYPH_MAX * size)
+              and not any(center_inside(b, area, pad=1.0) for area in excluded)]
+    if len(glyphs) > _MAX_PAGE_GLYPHS:
+        return []
+    glyphs = [b for b in glyphs if any(_in_text_row(b, ln, size) for ln in lines if not ln.block)]
+    regions = [union(c) for c in _clusters(glyphs, gap=0.6 * size)]
+    return regions if len(regions) <= MAX_INLINE_FORMULAS else []
+
+
+def _glyph_like(box: BBox, limit: float) -> bool:
+    width, height = box[2] - box[0], box[3] - box[1]
+    return 0 < width <= limit and 0 < height <= limit and max(width, height) <= _MAX_GLYPH_ASPECT * min(width, height)
+
+
+def _in_text_row(box: BBox, line: TextLine, size: float) -> bool:
+    """On the line's row, inside it or within 1.5 font sizes of its ends, and not over one of its chars."""
+    cy = (box[1] + box[3]) / 2
+    if not line.y0 - 0.3 * size <= cy <= line.y1 + 0.3 * size:
+        return False
+    if box[2] < line.x0 - 1.5 * size or box[0] > line.x1 + 1.5 * size:
+        return False
+    return not any(center_inside(box, c.box) for c in line.chars if not c.text.isspace())
+
+
+def ocr_inline_formulas(regions: Sequence[BBox], render: Callable[[BBox], object],
+                        recognize: Callable[[object], str], size: float) -> list[TextLine]:
+    """Each region rendered without its neighbours (a thin margin only) and read by OCR, as a piece of a
+    line placed where the symbols are."""
+    found = []
+    for box in regions:
+        tight = (box[0] - 0.1 * size, box[1] - 0.3 * size, box[2] + 0.1 * size, box[3] + 0.3 * size)
+        try:
+            text = "".join(recognize(render(tight)).split())
+        except Exception as exc:  # noqa: BLE001 - OCR of a few symbols is not worth the page
+            log.warning("symbols at %s not read (%s)", [round(v) for v in box], exc)
+            continue
+        if any(c.isalnum() or c in _MATH_CHARS for c in text):  # a legend's marker reads as "■": no symbol
+            found.append(TextLine(text, box, size, [Char(text, box, size)]))
+    return found
+
+
+def with_inline_pieces(lines: Sequence[TextLine], pieces: Sequence[TextLine]) -> list[TextLine]:
+    """The lines with each piece set in: into the line that runs across it, between the chars left and
+    right of it (the text layer's spaces around the gap stay), or else as a line of its own."""
+    out = list(lines)
+    for piece in pieces:
+        cx, cy = (piece.x0 + piece.x1) / 2, (piece.y0 + piece.y1) / 2
+        host = next((i for i, ln in enumerate(out) if not ln.block and ln.x0 < cx < ln.x1 and ln.y0 <= cy <= ln.y1),
+                    None)
+        if host is None:
+            out.append(piece)
+            continue
+        chars = out[host].chars
+        at = next((i for i, c in enumerate(chars) if (c.box[0] + c.box[2]) / 2 > cx), len(chars))
+        line = line_from_chars(chars[:at] + piece.chars + chars[at:])
+        if line is not None:
+            line.column, line.equation = out[host].column, out[host].equation
+            out[host] = line
+    return out

@@ -11,7 +11,6 @@ import base64
 import io
 import logging
 import os
-import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any, Optional, Protocol, Sequence
 
 from PIL import Image
 
+from backend.documents import ppstructure
 from backend.documents.layout import CJK_CHAR, TextLine, order_lines
 from backend.errors import DocumentError
 from backend.settings import Settings
@@ -154,7 +154,7 @@ class RapidOCREngine:
                         "Global.log_level": "warning",  # it logs every model load at INFO otherwise
                         "Det.limit_type": "max",
                         "Det.limit_side_len": det_limit_side_len,
-                        # one thread per model run: pages run in parallel instead (see pdf._OCRAhead);
+                        # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
                         # ORT's own threads cost ~35 % more CPU on these small convolutions
                         "EngineConfig.onnxruntime.intra_op_num_threads": 1}
         self._engine: Any = None
@@ -275,21 +275,13 @@ class PPStructureAPIEngine:
         if response.status_code != 200 or body.get("errorCode", 0) not in (0, None):
             message = str(body.get("errorMsg") or body.get("detail") or "")[:200]
             raise DocumentError(f"OCR service {self.url}: HTTP {response.status_code} {message}".rstrip())
-        try:
-            results = body["result"]["layoutParsingResults"]
-            texts = [str(r["markdown"]["text"]) for r in results]
-        except (KeyError, TypeError):
+        result = body.get("result")
+        results = result.get("layoutParsingResults") if isinstance(result, dict) else None
+        texts = [ppstructure.page_text(r) for r in results] if isinstance(results, list) else [None]
+        if any(t is None for t in texts):
             raise DocumentError(f"OCR service {self.url}: answer has no result.layoutParsingResults"
-                                "[].markdown.text") from None
-        return "\n\n".join(_strip_markdown_images(t) for t in texts).strip()
-
-
-_MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|</?div\b[^>]*>", re.IGNORECASE)
-
-
-def _strip_markdown_images(text: str) -> str:
-    """Image links point at files we do not fetch; keep the text only."""
-    return re.sub(r"\n{3,}", "\n\n", _MD_IMAGE.sub("", text)).strip()
+                                "[].markdown.text nor prunedResult.parsing_res_list")
+        return "\n\n".join(t for t in texts if t).strip()
 
 
 _ENGINES: dict[tuple[Any, ...], OCREngine] = {}

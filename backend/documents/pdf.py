@@ -1,4 +1,5 @@
-"""PDF validation and page-by-page parsing: text layer, tables, figures, OCR for scanned pages.
+"""Page-by-page parsing of a PDF: text layer, tables, figures, OCR for scanned pages (checks made before
+parsing: pdf_checks).
 
 ``iter_pages`` yields one ``ParsedPage`` at a time so the caller can report progress and cancel
 between pages. Running headers and footers are found first with a cheap pass over every page.
@@ -8,25 +9,28 @@ from __future__ import annotations
 
 import logging
 import math
-import mmap
 import os
 import re
 from collections import Counter
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 import pypdfium2 as pdfium
 from PIL import Image
 
-from backend.cpu import usable_cpus
-from backend.documents.equations import body_size, formula_regions, mark_equations, ocr_formulas
+from backend.documents.equations import (body_size, formula_regions, inline_formula_regions, mark_equations,
+                                         ocr_formulas, ocr_inline_formulas, with_inline_pieces)
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
-from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
-from backend.documents.limits import PageLimits, check_page_sizes, check_streams
-from backend.documents.pdfium_lock import PDFIUM_LOCK
+from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.layout_model import (NATIVE_DPI, layout_model, mark_equation_regions, regions_in_points,
+                                            with_regions)
+from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
+from backend.documents.ocr_ahead import OCRAhead, ocr_dpi
+from backend.documents.pdf_checks import inspect_pdf, open_pdf
+from backend.documents.pdfium_lock import PDFIUM_LOCK
+from backend.documents.reading_order import column_test_unsure
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
 from backend.settings import IngestSettings, Settings
@@ -37,10 +41,9 @@ log = logging.getLogger(__name__)
 MIN_VISIBLE_CHARS = 20  # fewer than this and mostly image: a scanned page
 MIN_IMAGE_COVER = 0.5
 MARGIN_ZONE = 0.09  # share of the page height where running headers and footers live
-MAX_OCR_WORKERS = 4
 MAX_FORMULAS_PER_PAGE = 6  # more glyph clusters than this are a drawing, not formulas
 FORMULA_DPI = 216
-_EOF_WINDOW = 8192
+MIN_FIGURE_LINES = 3  # text lines inside a drawn chart that make its page's reading order unsure
 
 PAGE_NUMBER = re.compile(
     r"^(?:[-–—·•\s]*\d{1,4}[-–—·•\s]*"
@@ -65,87 +68,6 @@ class ParsedPage:
 
     def to_page_text(self) -> PageText:
         return PageText(page=self.page, text=self.text, ocr=self.ocr)
-
-
-# ---------------------------------------------------------------------------------------------- checks
-
-def inspect_pdf(path: os.PathLike | str, settings: Settings) -> int:
-    """Check the file before any work and return its page count; DocumentError names the file and why."""
-    path = Path(path)
-    name = path.name
-    size = _file_size(path)
-    limit_mb = settings.ingest.max_file_mb
-    if size > limit_mb * 1024 * 1024:
-        raise DocumentError(f"{name}: {size / 1024 / 1024:.1f} MB is over the {limit_mb:g} MB limit")
-    with path.open("rb") as handle:
-        head = handle.read(1024)
-        handle.seek(max(0, size - _EOF_WINDOW))
-        tail = handle.read()
-    if b"%PDF-" not in head:
-        raise DocumentError(f"{name}: not a PDF ({_guess_kind(head)})")
-    if b"%%EOF" not in tail and not _has_eof_marker(path):
-        raise DocumentError(f"{name}: the PDF is truncated or corrupt (no end-of-file marker)")
-    check_streams(path, name, settings.ingest)
-    with PDFIUM_LOCK:
-        pdf = open_pdf(path)
-        try:
-            pages = len(pdf)
-            check_page_sizes(pdf, name, settings.ingest)
-        finally:
-            pdf.close()
-    if pages == 0:
-        raise DocumentError(f"{name}: the PDF has no pages")
-    if pages > settings.ingest.max_pages:
-        raise DocumentError(f"{name}: {pages} pages is over the limit of {settings.ingest.max_pages} pages")
-    return pages
-
-
-def _has_eof_marker(path: Path) -> bool:
-    """Bytes after the last ``%%EOF`` (appended by some mailers and uploaders) do not make a PDF corrupt:
-    pdfium reads it, so look for the marker in the whole file, not only its end."""
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
-        found, size = data.rfind(b"%%EOF"), len(data)
-    if found >= 0:
-        log.warning("%s: %d bytes after the end-of-file marker are ignored", path.name, size - found - 5)
-    return found >= 0
-
-
-def _file_size(path: Path) -> int:
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise DocumentError(f"{path.name}: cannot be read ({exc.strerror or exc})") from None
-    if not path.is_file():
-        raise DocumentError(f"{path.name}: not a file")
-    if size == 0:
-        raise DocumentError(f"{path.name}: the file is empty (0 bytes)")
-    return size
-
-
-_MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
-          (b"PK\x03\x04", "a ZIP archive, e.g. a Word or Excel file"), (b"\xd0\xcf\x11\xe0", "an old Office file"),
-          (b"{\\rtf", "an RTF document"), (b"II*\x00", "a TIFF image"), (b"MM\x00*", "a TIFF image"))
-
-
-def _guess_kind(head: bytes) -> str:
-    for magic, kind in _MAGIC:
-        if head.startswith(magic):
-            return f"it is {kind}"
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError:
-        return "unknown binary content"
-    return "it looks like plain text"
-
-
-def open_pdf(path: Path) -> pdfium.PdfDocument:
-    try:
-        return pdfium.PdfDocument(str(path))
-    except pdfium.PdfiumError as exc:
-        message = str(exc).lower()
-        if "password" in message:
-            raise DocumentError(f"{path.name}: the PDF is password-protected") from None
-        raise DocumentError(f"{path.name}: the PDF is corrupt or unreadable ({exc})") from None
 
 
 # ------------------------------------------------------------------------------------------- parsing
@@ -182,7 +104,7 @@ class _PageParser:
         self.running: set[tuple[str, str]] = set()  # (zone, key) of headers/footers
         self.scanned: dict[int, list] = {}  # page index -> its image boxes, for pages that need OCR
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
-        self._ocr_ahead: Optional[_OCRAhead] = None
+        self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
 
@@ -237,19 +159,31 @@ class _PageParser:
     def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine],
                       images: list) -> ParsedPage:
         height = page.get_height()
-        body = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        text = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        obstacles = _obstacles(page, images)
         paths = page_paths(page)
-        tables = self._tables(index, page, body, paths)
-        if tables:
-            body = order_lines(remove_table_text(body, tables) + table_blocks(tables), _obstacles(page, images))
+        tables = self._tables(index, page, text, paths)
+        body = _with_tables(text, tables, obstacles) if tables else text
         ingest = self.settings.ingest
         figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
                                ingest.min_figure_px, self._figure_dpi(page, index), ingest.detect_vector_charts)
-        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + [f.box for f in figures]
-                                         + [b for b, _ in images])
+        regions = self._layout_regions(page, text, obstacles, figures)
+        if regions:  # geometry alone was unsure: the layout model's figures and margins join in
+            text, figure_boxes = with_regions(text, regions, height)
+            obstacles = obstacles + figure_boxes
+        pictures = [f.box for f in figures] + [b for b, _ in images]
+        pieces = self._inline_symbols(page, text, paths, pictures)
+        if pieces:  # symbols drawn as paths inside text rows and table cells
+            text = with_inline_pieces(text, pieces)
+            if any(center_inside(p.box, t.box) for p in pieces for t in tables):
+                tables = self._tables(index, page, text, paths)
+        if regions or pieces:
+            body = _with_tables(text, tables, obstacles)
+        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + pictures)
         if formulas:
-            body = order_lines(body + formulas, _obstacles(page, images))
+            body = order_lines(body + formulas, obstacles)
         mark_equations(body, page.get_width())
+        mark_equation_regions(body, regions)
         for line in formulas:
             line.equation = True
         return ParsedPage(index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables))
@@ -259,14 +193,47 @@ class _PageParser:
         """Display formulas drawn as glyph outlines have no text: OCR them where they stand."""
         size = body_size(body)
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
-        if not regions:
-            return []
-        try:
-            engine = self._ocr_engine or get_ocr_engine(self.settings)
-        except DocumentError as exc:  # no OCR here: the formulas stay unread, the page is still parsed
-            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, len(regions), exc)
+        engine = self._formula_engine(len(regions))
+        if engine is None:
             return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+
+    def _layout_regions(self, page: pdfium.PdfPage, lines: list[TextLine], obstacles: list,
+                        figures: list[PageFigure]) -> list:
+        """The layout model's regions (PDF points) on a page where geometry alone is unsure, else none.
+        Unsure: the column test refused a gutter between side-by-side text (``column_test_unsure``), or a
+        chart drawn as vectors holds text lines (its labels were ordered as if it were not there)."""
+        if not self.settings.ingest.layout_model_native or not lines:
+            return []
+        drawn = [f.box for f in figures if f.kind == "vector"]
+        if not (any(sum(center_inside(ln.box, box) for ln in lines) >= MIN_FIGURE_LINES for box in drawn)
+                or column_test_unsure(lines, obstacles)):
+            return []
+        bitmap = page.render(scale=NATIVE_DPI / 72.0)
+        try:
+            image = bitmap.to_pil()
+        finally:
+            bitmap.close()
+        return regions_in_points(layout_model().regions(image), NATIVE_DPI, page.get_height())
+
+    def _inline_symbols(self, page: pdfium.PdfPage, lines: list[TextLine], paths: list,
+                        excluded: list) -> list[TextLine]:
+        """Symbols drawn as glyph outlines inside text rows ("其中 m 是粒子质量") have no text: OCR them."""
+        size = body_size(lines)
+        regions = inline_formula_regions(paths, lines, excluded, size)
+        engine = self._formula_engine(len(regions))
+        if engine is None:
+            return []
+        return ocr_inline_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+
+    def _formula_engine(self, regions: int) -> Optional[OCREngine]:
+        if not regions:
+            return None
+        try:
+            return self._ocr_engine or get_ocr_engine(self.settings)
+        except DocumentError as exc:  # no OCR here: the symbols stay unread, the page is still parsed
+            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, regions, exc)
+            return None
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:
         zone = _margin_zone(line, height)
@@ -297,7 +264,7 @@ class _PageParser:
     def _parse_scanned(self, page: pdfium.PdfPage, index: int, images: list) -> ParsedPage:
         if self._ocr_ahead is None:
             engine = self._ocr_engine or get_ocr_engine(self.settings)
-            self._ocr_ahead = _OCRAhead(engine, self._render_scan, sorted(self.scanned))
+            self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(self.scanned))
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
@@ -314,7 +281,7 @@ class _PageParser:
         page = self.pdf[index]
         try:
             dpi = self.limits.render_dpi(page.get_width(), page.get_height(),
-                                         _ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
+                                         ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
             bitmap = page.render(scale=dpi / 72.0)
             try:
                 return bitmap.to_pil().convert("RGB")
@@ -341,65 +308,6 @@ class _PageParser:
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-class _OCRAhead:
-    """OCR of the scanned pages on worker threads, a few pages ahead of the reader.
-
-    One page per worker, each model run single-threaded: the recogniser's many small convolutions scale
-    badly across threads (measured ~35 % more CPU for 2 threads), whole pages in parallel do not. Pages
-    are rendered on the calling thread only (pdfium is not thread-safe); results come back in page order.
-    """
-
-    def __init__(self, engine: OCREngine, render: Callable[[int], Image.Image], pages: Sequence[int]) -> None:
-        self._engine = engine
-        self._render = render
-        self._queue = list(pages)  # scanned page indexes not yet submitted, ascending
-        self._workers = ocr_workers()
-        self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ocr")
-        self._futures: dict[int, Future[str]] = {}
-
-    def text(self, index: int) -> str:
-        """The recognised text of page ``index``; keeps the next scanned pages in flight meanwhile."""
-        self._queue = [i for i in self._queue if i != index]
-        if index not in self._futures:
-            self._submit(index)
-        while self._queue and len(self._futures) < self._workers:
-            self._submit(self._queue.pop(0))
-        return _wait_without_pdfium_lock(self._futures.pop(index))
-
-    def _submit(self, index: int) -> None:
-        self._futures[index] = self._pool.submit(self._engine.recognize, self._render(index))
-
-    def close(self) -> None:
-        # A page still in flight finishes in the background: cancel must not wait for it.
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _wait_without_pdfium_lock(future: Future[str]) -> str:
-    """OCR takes seconds and makes no pdfium call: previews may render meanwhile."""
-    try:
-        PDFIUM_LOCK.release()
-    except RuntimeError:  # not held by this thread
-        return future.result()
-    try:
-        return future.result()
-    finally:
-        PDFIUM_LOCK.acquire()
-
-
-def ocr_workers() -> int:
-    """Pages OCR'd at once: one per usable core, at most MAX_OCR_WORKERS (memory: a rendered page each)."""
-    return max(1, min(MAX_OCR_WORKERS, usable_cpus()))
-
-
-def _ocr_dpi(configured: int, images: Sequence[tuple]) -> float:
-    """Rendering a scan above its own resolution adds pixels but no detail (and the detector shrinks the
-    page to det_limit_side_len anyway): use the scan's resolution, at least 150 dpi, at most ocr.dpi."""
-    native = [px[0] / max(1e-6, (b[2] - b[0]) / 72.0) for b, px in images if px and px[0]]
-    if not native:
-        return float(configured)
-    return float(min(configured, max(150.0, max(native))))
-
-
 def _read_page_lines(page: pdfium.PdfPage, index: int, limits: PageLimits,
                      obstacles: Sequence[tuple] = ()) -> list[TextLine]:
     textpage = page.get_textpage()
@@ -417,6 +325,13 @@ def _load_page(pdf: pdfium.PdfDocument, index: int) -> Optional[pdfium.PdfPage]:
     except pdfium.PdfiumError as exc:
         log.warning("page %d cannot be loaded (%s)", index + 1, exc)
         return None
+
+
+def _with_tables(lines: list[TextLine], tables: list, obstacles: list[tuple]) -> list[TextLine]:
+    """The page's lines with the tables' text replaced by one Markdown block per table, in reading order."""
+    if not tables:
+        return order_lines(lines, obstacles)
+    return order_lines(remove_table_text(lines, tables) + table_blocks(tables), obstacles)
 
 
 def _obstacles(page: pdfium.PdfPage, images: Sequence[tuple]) -> list[tuple]:

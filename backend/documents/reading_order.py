@@ -20,6 +20,11 @@ _GUTTER_CANDIDATES = 6
 _MIN_COLUMN_EMS = 5.0  # median line width of a text column, in font sizes: table cells are narrower
 _EDGE_SHARE = 0.05
 _HEADING_SIZE = 1.25  # a line this much bigger than the body text is a heading
+# a refused gutter makes the column test unsure when this many rows face each other across it, with lines
+# on both sides this many font sizes long (the median)
+_MIN_FACING_ROWS = 4
+_MIN_SIDE_EMS = 3.0
+_NARROW_GUTTER_EMS = 0.2  # an uncrossed strip this wide (a word space is ~0.25 em, but not on 4 rows in a line)
 _WIDE_GAP_LINES = 2.5  # whitespace this many font sizes high across a region parts it before any gutter  # a gutter is not in the outer 5 % of the region
 
 
@@ -36,10 +41,13 @@ class Leaf:
 
 
 class _Columns:
-    """Hands out column numbers: 0 is the whole page, every gutter cut makes two new ones."""
+    """Hands out column numbers: 0 is the whole page, every gutter cut makes two new ones. Counts the
+    regions where the column test was unsure (see ``column_test_unsure``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, check_unsure: bool = False) -> None:
         self.count = 1
+        self.check_unsure = check_unsure  # only when asked: it costs a pass over every refused strip
+        self.unsure = 0
 
     def new(self) -> int:
         self.count += 1
@@ -49,11 +57,27 @@ class _Columns:
 def reading_leaves(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]] = ()) -> list[Leaf]:
     """The lines cut into leaves in reading order; inside a leaf lines are still unsorted. ``obstacles``
     are boxes without text that still take part in the cut (images: a wide figure spans the columns)."""
+    return _leaves(lines, obstacles, _Columns())
+
+
+def column_test_unsure(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]] = ()) -> bool:
+    """Whether geometry alone may have read this page wrong: somewhere text sits side by side on either
+    side of a vertical whitespace strip (four rows facing each other, lines over 3 font sizes long on both
+    sides), yet the strip was refused as a gutter (a line crossing it beside the others, one side's lines
+    too short for a text column) or is narrower than a gutter may be. Pages read as one column, or whose
+    gutters all held, are sure."""
+    columns = _Columns(check_unsure=True)
+    _leaves(lines, obstacles, columns)
+    return columns.unsure > 0
+
+
+def _leaves(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]],
+            columns: _Columns) -> list[Leaf]:
     if not lines:
         return []
     size = statistics.median(max(1.0, ln.size) for ln in lines)
     blocks = [_Obstacle(box, size) for box in obstacles if not any(_inside(ln, box) for ln in lines)]
-    leaves = _cut(list(lines) + blocks, 0, size, _Columns(), 0)
+    leaves = _cut(list(lines) + blocks, 0, size, columns, 0)
     kept = [Leaf([ln for ln in leaf.lines if not isinstance(ln, _Obstacle)], leaf.column) for leaf in leaves]
     return [leaf for leaf in kept if leaf.lines]
 
@@ -78,7 +102,7 @@ def _cut(lines: list, column: int, size: float, columns: _Columns, depth: int) -
         pieces = _around_lone_headings(lines, size)
     if len(pieces) > 1:  # whitespace across the region (a figure with no text layer), a title: parts
         return [leaf for piece in pieces for leaf in _cut(piece, column, size, columns, depth + 1)]
-    gutter = _find_gutter(lines, size)
+    gutter = _find_gutter(lines, size, columns)
     if gutter is not None:
         return _cut_at_gutter(lines, gutter, column, size, columns, depth)
     pieces = _horizontal_pieces(lines, size)
@@ -115,18 +139,42 @@ def _bands(lines: list, gutter: tuple[float, float]) -> list[tuple[str, list]]:
     return runs
 
 
-def _find_gutter(lines: list, size: float) -> tuple[float, float] | None:
-    """The least-crossed vertical strip that separates side-by-side columns, or None."""
+def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, float] | None:
+    """The least-crossed vertical strip that separates side-by-side columns, or None (counted as unsure
+    when a refused strip still had side-by-side groups of lines on both sides)."""
     x0 = min(ln.box[0] for ln in lines)
     x1 = max(ln.box[2] for ln in lines)
     margin = _EDGE_SHARE * (x1 - x0)
-    strips = [s for s in _coverage(lines) if s[1] - s[0] >= 0.4 * size
-              and s[0] >= x0 + margin and s[1] <= x1 - margin]
-    strips.sort(key=lambda s: (s[2], -(s[1] - s[0])))
+    inner = [s for s in _coverage(lines) if s[0] >= x0 + margin and s[1] <= x1 - margin]
+    strips = sorted((s for s in inner if s[1] - s[0] >= 0.4 * size), key=lambda s: (s[2], -(s[1] - s[0])))
     for a, b, _ in strips[:_GUTTER_CANDIDATES]:
         if _valid_gutter(lines, (a, b), size):
             return a, b
+    if not columns.check_unsure:
+        return None
+    # refused, or too narrow for a gutter: unsure if it still parts side-by-side text
+    narrow = sorted((s for s in inner if _NARROW_GUTTER_EMS * size <= s[1] - s[0] < 0.4 * size and s[2] == 0),
+                    key=lambda s: -(s[1] - s[0]))
+    candidates = strips[:_GUTTER_CANDIDATES] + narrow[:_GUTTER_CANDIDATES]
+    columns.unsure += any(_side_by_side(lines, (a, b), size) for a, b, _ in candidates)
     return None
+
+
+def _side_by_side(lines: list, gutter: tuple[float, float], size: float) -> bool:
+    """Rows of text on both sides of the strip: at least four rows where lines face each other, and on
+    each side lines longer than an equation number or a table cell usually is."""
+    left = [ln for ln in lines if ln.box[2] <= gutter[0] + 0.01 and not getattr(ln, "block", False)]
+    right = [ln for ln in lines if ln.box[0] >= gutter[1] - 0.01 and not getattr(ln, "block", False)]
+    if len(left) < _MIN_FACING_ROWS or len(right) < _MIN_FACING_ROWS:
+        return False
+    if min(statistics.median(ln.box[2] - ln.box[0] for ln in side) for side in (left, right)) < _MIN_SIDE_EMS * size:
+        return False
+    facing = 0
+    for a in left:
+        facing += any(_beside(a, b) for b in right)
+        if facing >= _MIN_FACING_ROWS:
+            return True
+    return False
 
 
 def _coverage(lines: list) -> list[tuple[float, float, int]]:

@@ -61,3 +61,26 @@ def test_all_four_delimiters_configured() -> None:
     lefts = {d["left"] for d in LATEX_DELIMITERS}
     assert lefts == {"$$", "\\[", "\\(", "$"}
     assert LATEX_DELIMITERS[0]["left"] == "$$"  # "$$" must be tried before "$"
+
+
+def test_parsed_formula_renders_in_quoted_document_text() -> None:
+    """A formula block the PP-StructureV3 endpoint read ("$$ <LaTeX> $$" in the chunk) renders as math in
+    quoted passages; every other "$" and backslash of the document stays literal."""
+    from ui.latex import BACKSLASH_HTML, document_text
+
+    latex = r"E_{n}=\hbar\omega\left(n+\frac{1}{2}\right)"
+    quoted = document_text(f"costs $5 and \\(x\\): $$ {latex} $$ done")
+    assert f"$$ {latex} $$" in quoted
+    assert quoted.startswith(f"costs {CURRENCY_HTML}5 and {BACKSLASH_HTML}(x{BACKSLASH_HTML}):")
+    assert document_text("$$5 and 10$$") == CURRENCY_HTML * 2 + "5 and 10" + CURRENCY_HTML * 2
+
+
+def test_extractive_answer_renders_parsed_formula() -> None:
+    from backend.types import Answer, Source
+    from ui.panels import extractive_markdown
+
+    text = "能级公式如下：\n\n$$ E_{n}=\\hbar\\omega\\left(n+\\frac{1}{2}\\right) $$\n\n基态能量不为零。"
+    source = Source(file="phys.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, relevance=80.0)
+    answer = Answer(answer="", mode="extractive", confidence=50.0, sources=[source], question="能级公式")
+    markdown = extractive_markdown(answer, "zh")
+    assert "$$ E_{n}=\\hbar\\omega\\left(n+\\frac{1}{2}\\right) $$" in markdown

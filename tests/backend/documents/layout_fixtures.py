@@ -123,3 +123,50 @@ def write_placed_lines_pdf(path: Path, pages: Sequence[Sequence[tuple[float, str
         canvas.showPage()
     canvas.save()
     return path
+
+
+def write_drawn_chart_pdf(path: Path, paragraphs: Sequence[str]) -> str:
+    """Two columns of text above and below a chart as wide as the page drawn with vector paths (no image
+    object), its tick labels real text. Returns the true text of the columns and the caption, in order."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.lib.styles import ParagraphStyle
+    from reportlab.pdfgen.canvas import Canvas
+    from reportlab.platypus import Frame, Paragraph
+
+    name = _font("DejaVuSerif", DEJAVU)
+    canvas = Canvas(str(path), pagesize=A4)
+    width = A4[0]
+    body = ParagraphStyle("body", fontName=name, fontSize=10, leading=13)
+    story, truth = list(paragraphs), []
+
+    def columns(top: float, bottom: float) -> None:
+        column_width = (width - 108 - 18) / 2
+        for i in range(2):
+            frame = Frame(54 + i * (column_width + 18), bottom, column_width, top - bottom, leftPadding=0,
+                          rightPadding=0, topPadding=0, bottomPadding=0)
+            while story and frame.add(Paragraph(story[0], body), canvas):
+                truth.append(story.pop(0))
+
+    columns(755, 520)
+    x0, x1, y0, y1 = 80, width - 60, 330, 490
+    canvas.setLineWidth(0.8)
+    canvas.line(x0, y0, x1, y0)
+    canvas.line(x0, y0, x0, y1)
+    points = [(x0 + i * (x1 - x0) / 20, y0 + 10 + ((i * 37) % 19) * (y1 - y0 - 20) / 19) for i in range(21)]
+    for (a, b), (c, d) in zip(points, points[1:]):
+        canvas.line(a, b, c, d)
+    canvas.setFont(name, 8)
+    for i in range(11):
+        x = x0 + i * (x1 - x0) / 10
+        canvas.line(x, y0, x, y0 - 3)
+        canvas.drawCentredString(x, y0 - 12, str(i * 10))
+    for i in range(5):
+        canvas.drawRightString(x0 - 4, y0 + i * (y1 - y0) / 4 - 3, str(i * 25))
+    caption = "Figure 1: accuracy over training steps, drawn as vector paths with text tick labels."
+    canvas.setFont(name, 9)
+    canvas.drawString(54, 300, caption)
+    truth.append(caption)
+    columns(285, 54)
+    canvas.showPage()
+    canvas.save()
+    return " ".join(truth)

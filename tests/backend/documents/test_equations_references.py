@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from backend.documents.chunking import chunk_pages
 from backend.documents.pdf import parse_pdf
 from tests.backend.documents.layout_fixtures import DEJAVU_MONO, write_placed_lines_pdf
@@ -61,3 +63,16 @@ def test_formulas_drawn_as_vector_paths_are_ocrd_in_place(settings):
     assert "hω" in between and "(2)" in between
     hamiltonian = text.split("定义为：")[1].split("其中")[0]
     assert "2m" in hamiltonian and "(1)" in hamiltonian
+
+
+def test_symbols_drawn_as_paths_inside_text_rows_are_ocrd_in_place(settings):
+    # the physics sample also draws inline symbols (m, ω, E0 = ½ℏω) and the table's energies as outlines
+    from tests.conftest import SAMPLES
+
+    text = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)[0].text
+    where = text.split("2. 能级分布")[0].split("其中")[1]
+    assert where.index("m") < where.index("是粒子质量") < where.index("ω") < where.index("是角频率")
+    assert "E0" in text.split("不为零，而是")[1].split("。")[0]
+    rows = [ln for ln in text.splitlines() if ln.startswith("| ") and "| 0." in ln]
+    assert len(rows) == 4 and all(re.search(r"\| [0-3]\.5\S*ω \|", row) for row in rows), rows
+    assert "En" in next(ln for ln in text.splitlines() if ln.startswith("| 量子数"))

@@ -84,8 +84,42 @@ def test_paddleocr_without_models_says_so(tmp_path):
         get_ocr_engine(settings)
 
 
+_LATEX = r"E_{n}=\hbar\omega\left(n+\frac{1}{2}\right),\quad n=0,1,2,\ldots"
+
+
+def _layout_parsing_answer(width: int, height: int, with_markdown: bool) -> dict:
+    """What a PP-StructureV3 serving endpoint (PaddleX layout-parsing) answers for one image: the pruned
+    pipeline result with its blocks in reading order, and the page as Markdown (pretty: text in centring
+    divs, a formula block as $$<LaTeX>$$, pictures as <img> links to files sent alongside)."""
+    blocks = [
+        {"block_label": "doc_title", "block_content": "能级公式", "block_bbox": [60, 40, 300, 80]},
+        {"block_label": "text", "block_content": "求解定态薛定谔方程得到能级 $E_{n}$，即", "block_bbox": [60, 100, 700, 130]},
+        {"block_label": "formula", "block_content": _LATEX, "block_bbox": [200, 150, 600, 200]},
+        {"block_label": "formula_number", "block_content": "(2)", "block_bbox": [700, 160, 730, 190]},
+        {"block_label": "image", "block_content": "", "block_bbox": [60, 220, 400, 500]},
+        {"block_label": "text", "block_content": "基态能量不为零。", "block_bbox": [60, 520, 400, 550]},
+        {"block_label": "number", "block_content": "3", "block_bbox": [390, 1000, 410, 1020]},
+    ]
+    for order, block in enumerate(blocks, 1):
+        block.update(block_id=order - 1, block_order=order if block["block_label"] != "number" else None)
+    markdown = ("# 能级公式\n\n<div style=\"text-align: center;\">求解定态薛定谔方程得到能级 $E_{n}$，即</div>\n\n"
+                f"$${_LATEX}$$\n\n<div style=\"text-align: center;\"><img src=\"imgs/img_in_image_box_60_220_400_500.jpg\" "
+                "alt=\"Image\" width=\"42%\" /></div>\n\n基态能量不为零。")
+    page = {"prunedResult": {"width": width, "height": height,
+                             "model_settings": {"use_doc_preprocessor": False, "use_formula_recognition": True,
+                                                "use_table_recognition": True, "use_seal_recognition": False},
+                             "parsing_res_list": blocks},
+            "outputImages": None, "inputImage": None}
+    if with_markdown:
+        page["markdown"] = {"text": markdown, "images": {"imgs/img_in_image_box_60_220_400_500.jpg": "aGk="},
+                            "isStart": True, "isEnd": True}
+    return {"logId": "5b7c0e6f", "errorCode": 0, "errorMsg": "Success",
+            "result": {"layoutParsingResults": [page], "dataInfo": {"type": "image", "width": width, "height": height}}}
+
+
 class _LayoutParsingHandler(BaseHTTPRequestHandler):
     requests: list[dict] = []
+    with_markdown = True
 
     def do_POST(self) -> None:  # noqa: N802 - the http.server API
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -93,10 +127,8 @@ class _LayoutParsingHandler(BaseHTTPRequestHandler):
         if self.headers.get("Authorization") != "token abc":
             self._send(403, {"errorCode": 403, "errorMsg": "Forbidden"})
             return
-        answer = {"logId": "1", "errorCode": 0, "errorMsg": "Success", "result": {"layoutParsingResults": [
-            {"markdown": {"text": "# 标题\n\n第一段文字。\n\n<div><img src=\"imgs/a.jpg\"></div>\n\n| a | b |",
-                          "images": {"imgs/a.jpg": "aGk="}}}]}}
-        self._send(200, answer)
+        image = Image.open(io.BytesIO(base64.b64decode(body["file"])))
+        self._send(200, _layout_parsing_answer(image.width, image.height, type(self).with_markdown))
 
     def _send(self, status: int, payload: dict) -> None:
         data = json.dumps(payload).encode()
@@ -116,6 +148,7 @@ def layout_server():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     _LayoutParsingHandler.requests = []
+    _LayoutParsingHandler.with_markdown = True
     yield f"http://127.0.0.1:{server.server_port}/layout-parsing"
     server.shutdown()
     server.server_close()
@@ -127,12 +160,38 @@ def test_ppstructure_api_engine(layout_server, tmp_path):
     engine = get_ocr_engine(settings)
     image = Image.new("RGB", (40, 20), "white")
     text = engine.recognize(image)
-    assert text == "# 标题\n\n第一段文字。\n\n| a | b |"
+    # the formula's LaTeX is kept, as a display-math paragraph of its own; pictures and divs are dropped
+    assert text == (f"# 能级公式\n\n求解定态薛定谔方程得到能级 $E_{{n}}$，即\n\n$$ {_LATEX} $$\n\n基态能量不为零。")
     sent = _LayoutParsingHandler.requests[0]
     assert sent["auth"] == "token abc" and sent["body"]["fileType"] == 1
     assert Image.open(io.BytesIO(base64.b64decode(sent["body"]["file"]))).size == (40, 20)
     with pytest.raises(DocumentError, match="access denied"):
         PPStructureAPIEngine(layout_server, token="wrong").recognize(image)
+
+
+def test_ppstructure_api_blocks_without_markdown(layout_server):
+    """An answer without Markdown is read from its blocks: formula LaTeX as $$…$$ with its number,
+    pictures and page numbers left out."""
+    _LayoutParsingHandler.with_markdown = False
+    text = PPStructureAPIEngine(layout_server, token="abc").recognize(Image.new("RGB", (40, 20), "white"))
+    assert text == (f"能级公式\n\n求解定态薛定谔方程得到能级 $E_{{n}}$，即\n\n$$ {_LATEX} \\tag{{2}} $$\n\n"
+                    "基态能量不为零。")
+
+
+def test_ppstructure_formula_stays_one_chunk_unit(layout_server, tmp_path):
+    """A scanned page read by the endpoint: the formula's LaTeX reaches the chunks whole, as $$…$$."""
+    from backend.documents.chunking import chunk_pages
+
+    scan = tmp_path / "scan.pdf"
+    Image.new("RGB", (1240, 1754), "white").save(scan, "PDF", resolution=150.0)
+    settings = make_settings(tmp_path, DOCLENS_OCR_ENGINE="ppstructure_api", DOCLENS_OCR_API_URL=layout_server,
+                             DOCLENS_OCR_API_TOKEN="abc")
+    pages = parse_pdf(scan, settings)
+    assert pages[0].ocr and f"$$ {_LATEX} $$" in pages[0].text
+    chunks = chunk_pages([p.to_page_text() for p in pages], size=40, overlap=0)
+    formula = [c.text for c in chunks if _LATEX in c.text]
+    assert len(formula) == 1 and formula[0].count("$$") == 2
+    assert not any("\\frac" in c.text for c in chunks if _LATEX not in c.text)
 
 
 def test_ppstructure_api_unreachable():

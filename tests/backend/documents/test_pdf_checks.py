@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from backend.documents.pdf import inspect_pdf, iter_pages
+from backend.documents.pdf import iter_pages
+from backend.documents.pdf_checks import inspect_pdf
 from backend.errors import DocumentError
 from tests.backend.documents.pdf_fixtures import write_bad_inputs
 from tests.conftest import SAMPLES, make_settings

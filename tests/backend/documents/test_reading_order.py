@@ -105,3 +105,54 @@ def test_layout_model_finds_the_wide_figure_on_a_scanned_page(tmp_path):
     figures = [r.box for r in layout_model().regions(image) if r.label == "figure"]
     width = image.width
     assert any(b[2] - b[0] > 0.7 * width for b in figures), figures  # the chart as wide as the page
+
+
+def _page_lines(path, index: int = 0):
+    import pypdfium2 as pdfium
+
+    from backend.documents.figures import image_boxes
+    from backend.documents.layout import _lines_from_chars
+    from backend.documents.pdf import _obstacles
+
+    pdf = pdfium.PdfDocument(str(path))
+    try:
+        page = pdf[index]
+        textpage = page.get_textpage()
+        lines, obstacles = _lines_from_chars(textpage), _obstacles(page, image_boxes(page))
+        textpage.close()
+        return lines, obstacles
+    finally:
+        pdf.close()
+
+
+def test_column_test_unsure_where_a_refused_gutter_parts_side_by_side_text(tmp_path):
+    """Unsure, measurably: a strip between side-by-side text (four facing rows, lines over 3 ems on both
+    sides) that the XY-cut refused. Columns 3 pt apart (the cut wants 0.4 font sizes) are unsure and read
+    across; 18 pt apart they are cut and sure; a single column is sure."""
+    from backend.documents.reading_order import column_test_unsure
+
+    tight, normal = tmp_path / "tight.pdf", tmp_path / "normal.pdf"
+    write_bench_pdf(tight, _paragraphs(20), "en", ((2, False, False, False),), gap=3.0)
+    write_bench_pdf(normal, _paragraphs(20), "en", ((2, False, False, False),))
+    assert column_test_unsure(*_page_lines(tight))
+    assert not column_test_unsure(*_page_lines(normal))
+    single = tmp_path / "single.pdf"
+    write_bench_pdf(single, _paragraphs(20), "en", ((1, False, False, False),))
+    assert not column_test_unsure(*_page_lines(single))
+
+
+def test_layout_model_joins_in_on_a_native_page_with_a_drawn_chart(tmp_path, settings):
+    """A chart drawn with vector paths holds text lines (its tick labels): geometry alone does not know the
+    chart is there, so the layout model runs on that page; its figure region makes the labels one block
+    where the chart is, and the columns around it still read in order."""
+    from backend.settings import with_changes
+    from tests.backend.documents.layout_fixtures import write_drawn_chart_pdf
+
+    path = tmp_path / "chart.pdf"
+    truth = write_drawn_chart_pdf(path, _paragraphs(12))
+    geometry = parse_pdf(path, with_changes(settings, {"ingest": {"layout_model_native": False}}))[0].text
+    with_model = parse_pdf(path, settings)[0].text
+    labels = "100 75 50 25 0 0 10 20 30 40 50 60 70 80 90 100"
+    assert labels not in geometry.split("\n\n")  # geometry: each label row a paragraph of its own
+    assert labels in with_model.split("\n\n")
+    assert normalise(with_model.replace(labels, "")) == normalise(truth)
