@@ -9,7 +9,7 @@ from typing import Sequence
 from backend.types import Answer, Source
 from ui.i18n import text
 from ui.icons import icon
-from ui.latex import document_text, literal_text, md_literal, protect_currency
+from ui.latex import document_text, md_literal, protect_currency
 from ui.messages import translate_notice
 
 SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length")
