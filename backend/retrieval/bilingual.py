@@ -24,6 +24,8 @@ _PARENTHESES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _SKIP_SENSE = re.compile(r"^(?:CL:|surname |variant of|old variant|see |abbr\. |also written|also pr\.|"
                          r"used in |Taiwan pr\.|erhua variant)", re.I)
 _WORD = re.compile(r"[a-z][a-z\-']*[a-z]|[a-z]")
+# "Temujin, birth name of Genghis Khan": a proper name followed by who it is; the name is the translation.
+_NAME_THEN_EXPLANATION = re.compile(r"^([A-Z][\w\-']+(?: [A-Z][\w\-']+){0,2}),\s.*$")
 _CJK_WORD = re.compile(r"^[\u3400-\u9fff]{2,8}$")
 SENSES_PER_WORD = 3  # the first senses are the common ones; later ones add noise
 WORDS_PER_SENSE = 3  # longer senses are explanations, not translations
@@ -59,7 +61,7 @@ def _english_forms(word: str) -> list[str]:
 def _clean_senses(senses: str) -> list[str]:
     kept = []
     for sense in re.split(r"[/;]", senses):
-        sense = sense.strip()
+        sense = _NAME_THEN_EXPLANATION.sub(r"\1", sense.strip())
         if not sense or _SKIP_SENSE.match(sense):
             continue
         sense = _PARENTHESES.sub(" ", sense).lower().strip()
