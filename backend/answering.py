@@ -14,6 +14,7 @@ from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
 from backend.errors import LLMError
 from backend.llm import LLMClient, LLMCutOff
+from backend.text import REQUEST_WORDS, query_terms, question_language
 from backend.types import Answer, Figure, Source
 
 logger = logging.getLogger(__name__)
@@ -68,18 +69,8 @@ class AnswerUpdate:
 # ---------------------------------------------------------------- language
 
 
-_CJK = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
-_LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
-
-
-def detect_language(text: str) -> str:
-    """"zh" when Chinese characters are at least as many as Latin words, else "en"."""
-    cjk = len(_CJK.findall(text))
-    return "zh" if cjk and cjk >= len(_LATIN_WORD.findall(text)) else "en"
-
-
 def language_instruction(question: str, language: Optional[str] = None) -> str:
-    code = language or detect_language(question)
+    code = language or question_language(question)
     if code == "zh":
         return "Answer in Chinese (简体中文), the language of the question."
     if code == "en":
@@ -306,23 +297,6 @@ def _llm_answer(text: str, sources: list[Source], confidence: float, searched: s
 # ---------------------------------------------------------------- extractive answers
 
 
-_STOPWORDS = frozenset("""a an the of to in on for and or is are was were be been by with as at from that this
-these those it its what which who whom whose how why when where does do did can could should would will
-about into than then there their they them we our you your i me my not no yes please tell explain describe
-paper document""".split())
-_CJK_STOP_BIGRAMS = frozenset("什么 怎么 如何 为什 么是 是什 哪些 一个 这个 那个 的是 是否 可以 请问 文中 文档 论文".split())
-
-
-def question_terms(question: str) -> set[str]:
-    """Words of the question that matter: Latin words (no stopwords) and Chinese character bigrams."""
-    terms = {w.lower() for w in _LATIN_WORD.findall(question) if len(w) > 1 and w.lower() not in _STOPWORDS}
-    for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", question):
-        if len(run) == 1:
-            terms.add(run)
-        terms.update(run[i:i + 2] for i in range(len(run) - 1) if run[i:i + 2] not in _CJK_STOP_BIGRAMS)
-    return terms
-
-
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage (Chinese and Western punctuation), never cutting inside a formula."""
     formulas: list[str] = []
@@ -342,7 +316,7 @@ def best_excerpt(question: str, text: str, max_chars: int = EXCERPT_CHARS) -> st
     sentences = split_sentences(text)
     if not sentences:
         return ""
-    terms = question_terms(question)
+    terms = set(query_terms(question, chinese="pairs", drop=REQUEST_WORDS))  # pairs: no segmenter for passages
     overlap = [sum(1 for t in terms if t in s.lower()) for s in sentences]
     if not any(overlap):
         return _clip(" ".join(sentences), max_chars)
@@ -580,7 +554,7 @@ def summarize_document(llm: Optional[LLMClient], file: str, text_chunks: Sequenc
 
 
 def _summary_language_instruction(sample: str, language: Optional[str]) -> str:
-    code = language or detect_language(sample)
+    code = language or question_language(sample)
     if code == "zh":
         return "Write the summary in Chinese (简体中文)."
     if language:

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, Union
 
+from backend import text
 from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.settings import LLMSettings, Settings
-from backend.retrieval import text
 from backend.retrieval.doc_scope import Catalogs, scope_for
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
@@ -75,7 +75,7 @@ class DocLens:
         self._llm = None
         self.model_state = ModelState()
         self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
-        text.configure(settings.data_dir / "cache")
+        text.use_cache_dir(settings.data_dir / "cache")
         self.recover()
 
     def close(self) -> None:
@@ -121,7 +121,7 @@ class DocLens:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
             self.model_state.started()
-            text.query_terms("预热 warm-up")  # loads jieba's dictionary (~4 s) now, not in the first question
+            text.warm_up()
             try:
                 self.embedder
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it

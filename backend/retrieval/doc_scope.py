@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Optional, Sequence
 
-from backend.retrieval.text import ENGLISH_STOPWORDS
+from backend.text import ENGLISH_STOPWORDS
 from backend.store.base import SearchFilter
 from backend.types import Source
 

@@ -12,7 +12,7 @@ from rapidfuzz import fuzz
 
 from backend.retrieval import crosslingual
 from backend.retrieval.kinds import kind_factor
-from backend.retrieval.text import normalize, query_entities, query_terms, searchable
+from backend.text import normalize, query_entities, query_terms, searchable
 from backend.settings import RerankSettings
 from backend.types import Source
 

@@ -3,7 +3,7 @@
 import pytest
 
 from backend.retrieval import rerank as rr
-from backend.retrieval.text import query_entities, query_terms
+from backend.text import query_entities, query_terms
 from backend.settings import RerankSettings
 from backend.types import Source
 
