@@ -185,7 +185,8 @@ def _columns(page: _Canvas, story: list[str], columns: int, top: float, bottom: 
 
 
 def _column_figure(page: _Canvas, frame: Any, styles: dict, rng: random.Random) -> None:
-    from reportlab.platypus import Image as FlowImage, Paragraph
+    from reportlab.platypus import Image as FlowImage
+    from reportlab.platypus import Paragraph
 
     lang_zh = styles["body"].wordWrap == "CJK"
     caption = "图A：栏内的小图，图注紧跟其后。" if lang_zh else "Figure A: a small chart inside a column, caption below."

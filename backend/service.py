@@ -7,17 +7,19 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence, Union
 
 from backend import text
 from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
-from backend.settings import LLMSettings, Settings
 from backend.retrieval.doc_scope import Catalogs, scope_for
+from backend.settings import LLMSettings, Settings
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
-from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
-                           SearchResult)
+from backend.types import Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback, SearchResult
+
+if TYPE_CHECKING:
+    from backend.llm import LLMClient  # imported where first used: the openai client is a slow import
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +76,7 @@ class DocLens:
         self._catalogs = Catalogs()  # what each document can be called, for questions that name one
         self._llm = None
         self.model_state = ModelState()
-        self._session_llms: dict[tuple, object] = {}  # per-session LLM profiles (llm_for), newest last
+        self._session_llms: dict[tuple, LLMClient] = {}  # per-session LLM profiles (llm_for), newest last
         text.use_cache_dir(settings.data_dir / "cache")
         self.recover()
 
@@ -84,7 +86,7 @@ class DocLens:
                 client.close()
         self.store.close()
 
-    def __enter__(self) -> "DocLens":
+    def __enter__(self) -> DocLens:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -123,7 +125,7 @@ class DocLens:
             self.model_state.started()
             text.warm_up()
             try:
-                self.embedder
+                _ = self.embedder  # loads (or builds) the model
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
                 log.warning("embedding model not ready: %s", exc)
                 self.model_state.finished(str(exc))
@@ -282,7 +284,7 @@ class DocLens:
         excluded = kb.registry.pending_ids() + [self.find_document(kb, name).doc_id for name in exclude]
         where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
         catalog = self._catalogs.get(kb.collection, kb.registry, excluded)
-        scope = scope_for(question, catalog, include and include[0])
+        scope = scope_for(question, catalog, include[0] if include else None)
         if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
             scope = None  # the model named that document, not the user: it must not narrow the search
         return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)

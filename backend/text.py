@@ -210,8 +210,8 @@ def _braced(text: str, start: int) -> tuple[str, int]:
     if start >= len(text):
         return "", start
     if text[start] != "{":
-        if text[start] == "\\":
-            match = _LATEX_COMMAND.match(text, start)
+        match = _LATEX_COMMAND.match(text, start) if text[start] == "\\" else None
+        if match is not None:  # a lone backslash at the end (a question typed half-way) is a plain character
             return match.group(), match.end()
         return text[start], start + 1
     depth = 0

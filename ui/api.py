@@ -12,7 +12,7 @@ from backend.errors import DocLensError
 from backend.service import DocLens
 from ui.web_files import ReceivedUploads
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 
 def register_api(service: DocLens, uploads: ReceivedUploads) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -16,12 +15,11 @@ from backend.types import ProgressEvent
 from ui.common import document_files, error_text, kb_dropdown, warning_md
 from ui.i18n import lang_of, text
 from ui.icons import icon
-from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progress_html, progress_text,  # noqa: F401
-                        results_markdown)
+from ui.kb_view import dict_markdown, doc_headers, document_status, job_progress_html, progress_text, results_markdown  # noqa: F401
 from ui.upload_jobs import UploadJob, UploadJobs
 from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 EVAL_MODES = ["dense", "keyword", "hybrid", "rerank"]
 POLL_SECONDS = 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from backend.documents.layout import CJK_CHAR, BBox, TextLine, center_inside, column_edges, union
 
@@ -118,7 +118,7 @@ def _same_rows(a: BBox, b: BBox) -> bool:
     return min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
-def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], object], recognize: Callable[[object], str],
+def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str],
                  size: float) -> list[TextLine]:
     """Each formula region rendered and read by OCR, as a line placed where the formula is."""
     found = []

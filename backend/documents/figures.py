@@ -90,7 +90,7 @@ def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
     boxes = [(clamped, kind) for b, kind in boxes
              if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
-    figures = []
+    figures: list[PageFigure] = []
     used_captions: set[int] = set()
     for box, kind in boxes:
         try:

@@ -15,7 +15,7 @@ from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Generator, Optional, Sequence
 
 import pypdfium2 as pdfium
 from PIL import Image
@@ -25,8 +25,8 @@ from backend.documents.equations import body_size, formula_regions, mark_equatio
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
 from backend.documents.layout import TextLine, is_visible_char, lines_to_text, order_lines, read_lines
 from backend.documents.limits import PageLimits, check_page_sizes, check_streams
-from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.ocr import OCREngine, get_ocr_engine
+from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
 from backend.settings import IngestSettings, Settings
@@ -151,7 +151,7 @@ def open_pdf(path: Path) -> pdfium.PdfDocument:
 # ------------------------------------------------------------------------------------------- parsing
 
 def iter_pages(path: os.PathLike | str, settings: Settings,
-               ocr_engine: Optional[OCREngine] = None) -> Iterator[ParsedPage]:
+               ocr_engine: Optional[OCREngine] = None) -> Generator[ParsedPage, None, None]:
     """Parse the PDF page by page. OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)

@@ -72,7 +72,7 @@ class QuestionPlan:
 def plan(question: str, queries: Sequence[str] = ()) -> QuestionPlan:
     """The question's language, anchors and bridge; ``queries``: the question and its model translations."""
     lang = text_language(question)
-    translations = {}
+    translations: dict[str, str] = {}
     for text in queries[1:]:
         translated_lang = text_language(text)
         if translated_lang and translated_lang != lang:
@@ -124,6 +124,8 @@ def _bridge(question: str, lang: str) -> tuple[tuple[str, tuple[str, ...]], ...]
 def _english_of_parts(word: str) -> tuple[str, ...]:
     """A word the list lacks (a compound, a name): the renderings of its two-character halves."""
     terms = term_list()
+    if terms is None:
+        return ()
     parts = [word[i:i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
     return tuple(dict.fromkeys(r for p in parts for r in terms.english(p)[:2]))
 

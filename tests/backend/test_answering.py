@@ -8,10 +8,24 @@ from typing import Iterator, Optional
 
 import pytest
 
-from backend.answering import (NO_MODEL_NOTICE, AnswerUpdate, answer_about_figure, answer_question,
-                               answer_stream, best_excerpt, build_prompt, condense_question,
-                               detect_image_mime, extract_citations, extractive_answer, fallback_summary,
-                               figure_context, sample_text, summarize_document, validate_citations)
+from backend.answering import (
+    NO_MODEL_NOTICE,
+    AnswerUpdate,
+    answer_about_figure,
+    answer_question,
+    answer_stream,
+    best_excerpt,
+    build_prompt,
+    condense_question,
+    detect_image_mime,
+    extract_citations,
+    extractive_answer,
+    fallback_summary,
+    figure_context,
+    sample_text,
+    summarize_document,
+    validate_citations,
+)
 from backend.errors import LLMError
 from backend.llm import LLMClient
 from backend.types import Answer, Figure, Source

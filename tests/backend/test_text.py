@@ -71,3 +71,9 @@ def test_jieba_is_loaded_on_first_use_with_its_cache_in_the_given_folder(tmp_pat
               "assert 'jieba' not in sys.modules; assert text.query_terms('机器学习的方法')")
     subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2], timeout=120)
     assert any(tmp_path.iterdir())  # jieba's dictionary cache
+
+
+def test_a_fraction_that_ends_in_a_lone_backslash_is_folded_not_a_crash():
+    from backend.text import fold_math
+    assert fold_math("what is \\frac\\") == "what is \\/"  # a question typed half-way: search must not fail
+    assert fold_math("a \\frac{x}\\") == "a x/\\"
