@@ -101,7 +101,8 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
     idfs: dict[str, dict[str, float]] = {}
     for rank, source in enumerate(candidates, 1):
         asked = question_plan.question_for(source.lang) if question_plan else question
-        if asked is None and question_plan is not None:  # only a plan leaves a passage without a question
+        if asked is None:
+            assert question_plan is not None  # only a plan leaves a passage without a question
             source.scores = {**crosslingual.cross_signals(question_plan, source.text, source.similarity),
                              "length": length_score(source.text), "rank": rank_score(rank, len(candidates))}
             source.scores = {s: source.scores[s] for s in SIGNALS}
