@@ -7,7 +7,6 @@ formulas drawn as paths are too small to count and table cells hold text, so nei
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from dataclasses import dataclass
@@ -46,11 +45,6 @@ class PageFigure:
     @property
     def file_name(self) -> str:
         return f"p{self.page}_fig{self.index}.png"
-
-    def png_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        self.image.save(buffer, format="PNG")
-        return buffer.getvalue()
 
 
 def save_figure(figure: PageFigure, directory: Path | str) -> Path:

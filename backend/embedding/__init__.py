@@ -19,8 +19,8 @@ from backend.embedding.base import (
                                     clean_text,
                                     l2_normalise,
 )
-from backend.embedding.factory import clear_embedder_cache, create_embedder, embedding_model_id, resolve_dtype
+from backend.embedding.factory import create_embedder, embedding_model_id, resolve_dtype
 
 __all__ = ["DEFAULT_BUNDLED", "E5_PASSAGE_PROMPT", "E5_PROMPTS", "E5_QUERY_PROMPT", "BatchedEmbedder", "Embedder",
-           "clean_text", "clear_embedder_cache", "create_embedder", "embedding_model_id", "l2_normalise",
+           "clean_text", "create_embedder", "embedding_model_id", "l2_normalise",
            "resolve_dtype"]
