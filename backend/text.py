@@ -11,8 +11,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-log = logging.getLogger(__name__)
-
 # Han ideographs: what makes a text Chinese (its language, its Chinese terms).
 HAN = r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 # Scripts written without spaces between words: Han plus radicals, CJK punctuation, kana, Yijing symbols
