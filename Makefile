@@ -1,17 +1,28 @@
-# DocLens: `make run` starts the app on http://127.0.0.1:7860, `make test` runs every test.
+# DocLens: `make run` starts the app on http://127.0.0.1:7860, `make test` lints and runs every test,
+# `make lint` only lints (ruff, ruff format --check, mypy), `make format` formats the tree.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo)
 APT_UPDATED := $(VENV)/.apt-updated
 
-.PHONY: run test system-test-deps clean
+.PHONY: run test lint format system-test-deps clean
 
 run: $(VENV)/.runtime
 	$(BIN)/python main.py serve
 
-test: $(VENV)/.dev system-test-deps
+# Lint first: a new warning fails the build before the tests run (settings: pyproject.toml).
+test: lint system-test-deps
 	$(BIN)/python -m pytest
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check
+	$(BIN)/ruff format --check
+	$(BIN)/mypy
+
+format: $(VENV)/.dev
+	$(BIN)/ruff check --fix
+	$(BIN)/ruff format
 
 # Debian's python3 needs python3-venv for `-m venv`; install it only when missing.
 $(BIN)/python:

@@ -208,7 +208,8 @@ def measure_questions(service, questions: Sequence[str], doc: Optional[str] = No
     store = clock.wrap(service.store, {"dense_search": "dense", "keyword_search": "keyword", "vectors": "vectors"})
     embedder = clock.wrap(service.embedder, {"embed_queries": "embed"})
     service._retriever = Retriever(service.settings, store, embedder)
-    totals, stages = [], {s: [] for s in STAGES}
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {s: [] for s in STAGES}
     for i, question in enumerate(questions):
         clock.spent.clear()
         started = time.perf_counter()

@@ -117,7 +117,7 @@ class Ingestor:
             progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
         return results
 
-    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead") -> IngestResult:
+    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead) -> IngestResult:
         started = time.perf_counter()
         try:
             result = self._ingest(kb, item, report, cancel, ahead)
@@ -134,7 +134,7 @@ class Ingestor:
         log.info("%s: %s (%s)", item.name, result.status, result.error or f"{result.chunks} chunks")
         return result
 
-    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead") -> IngestResult:
+    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead) -> IngestResult:
         reader = ahead.take(item)
         try:
             return self._ingest_read(kb, item, report, cancel, ahead, reader)
@@ -142,8 +142,8 @@ class Ingestor:
             if reader is not None:
                 reader.stop()  # a duplicate or a failure leaves it unread
 
-    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: "_ReadAhead",
-                     reader: Optional["_PageReader"]) -> IngestResult:
+    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead,
+                     reader: Optional[_PageReader]) -> IngestResult:
         _check_readable(item)
         sha = reader.sha if reader is not None else file_sha256(item.path)
         duplicate = kb.registry.document_by_sha(sha)
@@ -261,7 +261,7 @@ class _PageReader:
             except queue.Empty:
                 if self._thread.is_alive():
                     continue
-                raise CancelledError(f"{self.item.name}: cancelled")  # it stopped without an end mark
+                raise CancelledError(f"{self.item.name}: cancelled") from None  # it stopped without an end mark
             if got is self._END:
                 return
             if isinstance(got, BaseException):

@@ -22,11 +22,12 @@ from typing import Any, Iterable, Optional, Sequence
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
 
+from backend.text import CJK
+
 log = logging.getLogger(__name__)
 
 _FONTS = {"en": ("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", None),
           "zh": ("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", 0)}
-_CJK = r"\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f"
 # (columns, figure band between the columns?, abstract?, a figure inside a column?)
 LAYOUTS = ((2, True, True, False), (3, True, False, True), (2, False, False, True), (3, False, True, False))
 # distinct titles: one repeated on every page would be dropped as a running header
@@ -186,7 +187,8 @@ def _columns(page: _Canvas, story: list[str], columns: int, top: float, bottom: 
 
 
 def _column_figure(page: _Canvas, frame: Any, styles: dict, rng: random.Random) -> None:
-    from reportlab.platypus import Image as FlowImage, Paragraph
+    from reportlab.platypus import Image as FlowImage
+    from reportlab.platypus import Paragraph
 
     lang_zh = styles["body"].wordWrap == "CJK"
     caption = "图A：栏内的小图，图注紧跟其后。" if lang_zh else "Figure A: a small chart inside a column, caption below."
@@ -253,7 +255,7 @@ def _escape(text: str) -> str:
 def normalise(text: str) -> str:
     """One space between words, none next to CJK characters (those are written without spaces)."""
     text = re.sub(r"\s+", " ", text).strip()
-    return re.sub(rf"(?<=[{_CJK}]) | (?=[{_CJK}])", "", text)
+    return re.sub(rf"(?<=[{CJK}]) | (?=[{CJK}])", "", text)
 
 
 def similarity(extracted: str, truth: str) -> float:

@@ -25,7 +25,7 @@ from backend.errors import LLMError
 from backend.openai_compat import Endpoint, Failure, RateLimiter, not_openai_message, read_capped
 from backend.settings import Settings
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 NOT_CONFIGURED_MESSAGE = "no language model is configured (set llm.base_url and llm.model)"
 # A token is a few characters; these bounds are generous for any tokenizer and any JSON escaping, and
@@ -183,7 +183,7 @@ class LLMClient:
             state = _StreamState(stream_char_limit(int(params["max_tokens"])), timeout)
 
             def send(client: openai.OpenAI) -> Any:
-                state.started_at = time.monotonic()
+                state.started_at = time.monotonic()  # noqa: B023 - called in this iteration only
                 return client.chat.completions.create(**params)
 
             stream = endpoint.call(send, model=model, timeout=timeout, success_now=False)
@@ -212,7 +212,7 @@ class LLMClient:
         if not self.configured:
             return False, "No model configured: set llm.base_url and llm.model (answers are extractive until then)."
         model = self.vision_model if vision else self.model
-        probe = {"max_tokens": 8, "temperature": 0.0, "timeout": min(self.timeout, 15.0)}
+        probe: dict[str, Any] = {"max_tokens": 8, "temperature": 0.0, "timeout": min(self.timeout, 15.0)}
         started = time.monotonic()
         try:
             if vision:
@@ -275,7 +275,7 @@ class LLMClient:
         elif not reason and state.finish_reason == "length":
             reason = f"it reached the {max_tokens}-token limit (llm.max_tokens)"
         if reason:
-            logger.warning("Streamed reply from %s cut off after %d characters: %s", self.endpoint.where,
+            log.warning("Streamed reply from %s cut off after %d characters: %s", self.endpoint.where,
                            state.chars, reason)
             raise LLMCutOff(self.endpoint.where, reason)
 

@@ -28,7 +28,7 @@ import openai
 
 from backend.errors import one_line
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 ErrorFactory = Callable[[str, Optional[int]], Exception]
@@ -177,7 +177,7 @@ class RateLimiter:
             self._next_free = max(self._next_free, self._paused_until)
             self._recovered_at = max(self._recovered_at, self._paused_until)  # no recovery while paused
             rate = self._rate
-        logger.info("Rate limited: effective rate lowered to %.3g requests/s", rate)
+        log.info("Rate limited: effective rate lowered to %.3g requests/s", rate)
 
     def on_success(self) -> None:
         with self._lock:
@@ -353,9 +353,9 @@ class Endpoint:
     def retry_or_raise(self, failure: Failure, attempt: int, *, may_retry: bool = True) -> None:
         """Wait before the next attempt, or raise the caller's error when it should not be retried."""
         if not may_retry or not failure.retryable or attempt >= self.max_retries:
-            logger.warning("Call to %s failed: %s", self.where, failure.message)
+            log.warning("Call to %s failed: %s", self.where, failure.message)
             raise self.error(failure.message, failure.status)
-        logger.info("Call to %s failed (%s), retry %d/%d", self.where, failure.status or "no status",
+        log.info("Call to %s failed (%s), retry %d/%d", self.where, failure.status or "no status",
                     attempt + 1, self.max_retries)
         delay = self._backoff(attempt) if failure.retry_after is None else failure.retry_after
         if failure.status == 429:

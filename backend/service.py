@@ -8,17 +8,17 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
+from backend import text
 from backend.errors import DocLensError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.llm_clients import LLMClients
 from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
-from backend.settings import LLMSettings, Settings
-from backend.retrieval import text
 from backend.retrieval.doc_scope import Catalogs, scope_for
+from backend.settings import LLMSettings, Settings
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.milvus import MilvusStore
-from backend.types import (Answer, AnswerUpdate, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
-                           SEARCH_MODES, SearchResult)
+from backend.types import (SEARCH_MODES, Answer, AnswerUpdate, DocumentInfo, Figure, IngestResult, KnowledgeBase,
+                           ProgressCallback, SearchResult)
 
 log = logging.getLogger(__name__)
 
@@ -39,14 +39,14 @@ class DocLens:
         self._catalogs = Catalogs()  # what each document can be called, for questions that name one
         self._llms = LLMClients(settings)
         self.model_state = ModelState()
-        text.configure(settings.data_dir / "cache")
+        text.use_cache_dir(settings.data_dir / "cache")
         self.recover()
 
     def close(self) -> None:
         self._llms.close()
         self.store.close()
 
-    def __enter__(self) -> "DocLens":
+    def __enter__(self) -> DocLens:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -80,9 +80,9 @@ class DocLens:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
         def prepare() -> None:
             self.model_state.started(self.settings)
-            text.query_terms("预热 warm-up")  # loads jieba's dictionary (~4 s) now, not in the first question
+            text.warm_up()
             try:
-                self.embedder
+                _ = self.embedder  # loads (or builds) the model
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
                 log.warning("embedding model not ready: %s", exc)
                 self.model_state.finished(str(exc))

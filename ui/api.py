@@ -13,7 +13,7 @@ from backend.service import DocLens
 from ui.common import is_temporary_kb
 from ui.web_files import ReceivedUploads
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 
 def register_api(service: DocLens, uploads: ReceivedUploads) -> None:

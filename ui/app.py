@@ -17,14 +17,13 @@ from ui.api import register_api
 from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
 from ui.chat_tab import ChatHandlers
 from ui.common import bi, kb_names, set_language
-from ui.i18n import (RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text,
-                     translations)
+from ui.i18n import RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text, translations
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
 from ui.settings_tab import build_settings_tab
 from ui.web_files import ReceivedUploads, shown_files
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 STYLE_PATH = ASSETS / "style.css"

@@ -18,7 +18,7 @@ from ui.icons import plain
 from ui.latex import literal_text, protect_currency
 from ui.web_files import ShownFiles, shown_files
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 SEND_OUTPUTS = 10  # chatbot, question, sources, confidence, chart, lock row, lock, turns, last sources, preview
 

@@ -13,7 +13,7 @@ from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
 from backend.types import SEARCH_MODES, SearchMode
 
-log = logging.getLogger("doclens")
+log = logging.getLogger(__name__)
 COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "bench-search", "bench-layout",
             "bench-corpus", "search", "ask", "summary", "eval", "calibrate", "selftest"}
 
@@ -54,7 +54,7 @@ def run_with_model_bar(args, settings: Settings) -> int:
 
 def fail(message: str, debug: bool, code: int = 1) -> int:
     if debug:
-        logging.getLogger("doclens").exception(message)
+        log.error(message, exc_info=True)  # noqa: LOG014 - called from the except blocks of main()
     print(f"error: {message}", file=sys.stderr)
     return code
 

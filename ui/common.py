@@ -15,7 +15,7 @@ from backend.service import DocLens
 from ui.i18n import label, lang_of, text
 from ui.icons import icon
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is called "*")
 # Temporary knowledge bases the evaluation makes and deletes again: never offered to other sessions.
@@ -39,7 +39,7 @@ def error_text(exc: BaseException, action: str, lang: str = "en") -> str:
     if isinstance(exc, DocLensError):
         from ui.messages import translate_error
         return translate_error(str(exc), lang)
-    log.exception("unexpected error while trying to %s", action)
+    log.error("unexpected error while trying to %s", action, exc_info=exc)
     return text(lang, "could not {action}: unexpected {name} (details are in the server log)",
                 "无法{action}：意外的 {name}（详情见服务器日志）").format(
         action=action if lang != "zh" else _zh_action(action), name=exc.__class__.__name__)

@@ -14,7 +14,6 @@ from typing import Any, Optional
 
 import gradio as gr
 
-LANGUAGES = ("en", "zh")
 DEFAULT = "en"
 
 _pairs: dict[str, str] = {}  # English -> Chinese, every string the app can show

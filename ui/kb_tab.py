@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,7 +22,7 @@ from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progres
 from ui.upload_jobs import UploadJob, UploadJobs
 from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 EVAL_MODES = list(SEARCH_MODES)
 POLL_SECONDS = 1.0

@@ -17,7 +17,7 @@ class TerminalProgress:
         self.enabled = enabled
         self._bar: Optional[tqdm] = None
 
-    def __enter__(self) -> "TerminalProgress":
+    def __enter__(self) -> TerminalProgress:
         if self.enabled:
             self._bar = tqdm(total=1000, unit="", bar_format="{l_bar}{bar}| {elapsed}<{remaining}", file=sys.stderr)
         return self

@@ -24,7 +24,7 @@ from ui.i18n import label, lang_of, text
 from ui.icons import icon
 from ui.messages import translate_error
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 EMBEDDING_PROVIDERS = list(EmbeddingSettings.model_fields["provider"].annotation.__args__)
 OCR_ENGINES = list(OCRSettings.model_fields["engine"].annotation.__args__)
@@ -163,7 +163,7 @@ def _summary(settings: Settings) -> str:
             f"embedding={settings.embedding.provider}:{settings.embedding.model} ocr={settings.ocr.engine}")
 
 
-def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> "SettingsFields":
+def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> SettingsFields:
     """Build the tab; the page load fills the note and the fields for this user (``page_values``).
     ``profile``: the session's own LLM profile (None: the server's), shared with the Chat tab."""
     handlers = SettingsHandlers(service, admin)

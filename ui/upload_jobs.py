@@ -15,7 +15,7 @@ from typing import Callable, Optional, Sequence
 
 from backend.types import IngestResult, ProgressEvent
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 IngestFunction = Callable[..., list[IngestResult]]
 KEEP_FINISHED_SECONDS = 600  # a finished job is kept a while so the page polling it sees the result

@@ -13,6 +13,7 @@ directly. Each image the page shows (a figure, a page preview) is linked into th
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import logging
@@ -28,7 +29,7 @@ from gradio.utils import get_upload_folder
 
 from backend.errors import DocLensError
 
-log = logging.getLogger("doclens.ui")
+log = logging.getLogger(__name__)
 
 NOT_RECEIVED = ("a file was not received by this server's upload: upload PDFs through the page or with "
                 "gradio_client.handle_file")
@@ -132,10 +133,8 @@ def _remove_inside(path: Path, root: Path) -> None:
 def _remove_tree(folder: Path) -> None:
     """This server's own folder, and its shared parent if that is left empty."""
     shutil.rmtree(folder, ignore_errors=True)
-    try:
+    with contextlib.suppress(OSError):  # another server's folder is still in it
         folder.parent.rmdir()
-    except OSError:
-        pass  # another server's folder is still in it
 
 
 class ShownFiles:

@@ -6,8 +6,8 @@ import re
 from typing import Optional, Sequence
 
 from backend.answering.clip import MATH, clip
-from backend.answering.language import LATIN_WORD
 from backend.answering.prompts import source_label
+from backend.text import REQUEST_WORDS, query_terms
 from backend.types import Answer, Source
 
 EXTRACTIVE_PASSAGES = 3
@@ -16,21 +16,6 @@ EXCERPT_CHARS = 420
 NO_MODEL_NOTICE = "No language model is configured, so this answer quotes the most relevant passages."
 NO_SOURCES_TEXT = "The documents in this knowledge base contain no passage that matches the question."
 
-_STOPWORDS = frozenset("""a an the of to in on for and or is are was were be been by with as at from that this
-these those it its what which who whom whose how why when where does do did can could should would will
-about into than then there their they them we our you your i me my not no yes please tell explain describe
-paper document""".split())
-_CJK_STOP_BIGRAMS = frozenset("什么 怎么 如何 为什 么是 是什 哪些 一个 这个 那个 的是 是否 可以 请问 文中 文档 论文".split())
-
-
-def question_terms(question: str) -> set[str]:
-    """Words of the question that matter: Latin words (no stopwords) and Chinese character bigrams."""
-    terms = {w.lower() for w in LATIN_WORD.findall(question) if len(w) > 1 and w.lower() not in _STOPWORDS}
-    for run in re.findall(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+", question):
-        if len(run) == 1:
-            terms.add(run)
-        terms.update(run[i:i + 2] for i in range(len(run) - 1) if run[i:i + 2] not in _CJK_STOP_BIGRAMS)
-    return terms
 
 
 def split_sentences(text: str) -> list[str]:
@@ -52,7 +37,7 @@ def best_excerpt(question: str, text: str, max_chars: int = EXCERPT_CHARS) -> st
     sentences = split_sentences(text)
     if not sentences:
         return ""
-    terms = question_terms(question)
+    terms = set(query_terms(question, chinese="pairs", drop=REQUEST_WORDS))  # pairs: no segmenter for passages
     overlap = [sum(1 for t in terms if t in s.lower()) for s in sentences]
     if not any(overlap):
         return clip(" ".join(sentences), max_chars)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Iterable, Optional, Sequence
 
 from backend.answering.clip import clip
-from backend.answering.language import detect_language
 from backend.errors import LLMError
 from backend.llm import LLMClient
+from backend.text import question_language
 
 SUMMARY_INPUT_CHARS = 12000
 
@@ -61,7 +61,7 @@ def summarize_document(llm: Optional[LLMClient], file: str, text_chunks: Sequenc
 
 
 def _summary_language_instruction(sample: str, language: Optional[str]) -> str:
-    code = language or detect_language(sample)
+    code = language or question_language(sample)
     if code == "zh":
         return "Write the summary in Chinese (简体中文)."
     if language:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from backend.documents.equations import is_equation_text
-from backend.documents.layout import CJK_CHAR
+from backend.text import CJK_CHAR, join_words
 from backend.types import Chunk, PageText
 
 _MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.DOTALL)
@@ -288,7 +288,5 @@ def _glue(left: str, right: str) -> str:
     """Sentences of one paragraph: as they were, or joined across a page break like wrapped lines."""
     if left[-1:].isspace() or not right.strip():
         return left + right
-    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right.lstrip()[:1] or "x"):
-        return left + right.lstrip()
-    return left + " " + right.lstrip()
+    return join_words(left, right.lstrip())
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_inside, column_edges, line_from_chars, union
 
@@ -125,7 +125,7 @@ def _same_rows(a: BBox, b: BBox) -> bool:
     return min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
-def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], object], recognize: Callable[[object], str],
+def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str],
                  size: float) -> list[TextLine]:
     """Each formula region rendered and read by OCR, as a line placed where the formula is."""
     found = []
@@ -182,8 +182,8 @@ def _in_text_row(box: BBox, line: TextLine, size: float) -> bool:
     return not any(center_inside(box, c.box) for c in line.chars if not c.text.isspace())
 
 
-def ocr_inline_formulas(regions: Sequence[BBox], render: Callable[[BBox], object],
-                        recognize: Callable[[object], str], size: float) -> list[TextLine]:
+def ocr_inline_formulas(regions: Sequence[BBox], render: Callable[[BBox], Any],
+                        recognize: Callable[[Any], str], size: float) -> list[TextLine]:
     """Each region rendered without its neighbours (a thin margin only) and read by OCR, as a piece of a
     line placed where the symbols are."""
     found = []

@@ -7,7 +7,6 @@ formulas drawn as paths are too small to count and table cells hold text, so nei
 
 from __future__ import annotations
 
-import io
 import logging
 import re
 from dataclasses import dataclass
@@ -47,11 +46,6 @@ class PageFigure:
     def file_name(self) -> str:
         return f"p{self.page}_fig{self.index}.png"
 
-    def png_bytes(self) -> bytes:
-        buffer = io.BytesIO()
-        self.image.save(buffer, format="PNG")
-        return buffer.getvalue()
-
 
 def save_figure(figure: PageFigure, directory: Path | str) -> Path:
     """Write the figure as ``p{page}_fig{n}.png`` into ``directory`` and return its path."""
@@ -90,7 +84,7 @@ def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
     boxes = [(clamped, kind) for b, kind in boxes
              if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
-    figures = []
+    figures: list[PageFigure] = []
     used_captions: set[int] = set()
     for box, kind in boxes:
         try:

@@ -16,11 +16,10 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from backend.documents.reading_order import reading_leaves
+from backend.text import CJK_CHAR, join_words
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 
-# CJK ideographs, kana and full-width forms: text that is written without spaces between words.
-CJK_CHAR = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
 # cmex10 code positions of the big operators (text and display sizes) and radicals
 _CMEX = {"P": "∑", "X": "∑", "Q": "∏", "Y": "∏", "R": "∫", "Z": "∫", "S": "⋃", "[": "⋃", "T": "⋂", "\\": "⋂",
@@ -269,9 +268,7 @@ def join_paragraph_lines(left: str, right: str) -> str:
     """Join a wrapped line: drop a word-break hyphen, no space at CJK, one space between words."""
     if left.endswith("-") and len(left) > 1 and left[-2].isalpha() and right[:1].islower():
         return left[:-1] + right
-    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right[0]):
-        return left + right
-    return left + " " + right
+    return join_words(left, right)
 
 
 def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:

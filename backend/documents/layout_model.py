@@ -73,7 +73,7 @@ class LayoutModel:
             return []
         if result is None or result.boxes is None:
             return []
-        return [Region(str(name), tuple(float(v) for v in box), float(score))
+        return [Region(str(name), (float(box[0]), float(box[1]), float(box[2]), float(box[3])), float(score))
                 for box, name, score in zip(result.boxes, result.class_names, result.scores)]
 
 

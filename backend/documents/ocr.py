@@ -19,9 +19,10 @@ from typing import Any, Optional, Protocol, Sequence
 from PIL import Image
 
 from backend.documents import ppstructure
-from backend.documents.layout import CJK_CHAR, TextLine, order_lines
+from backend.documents.layout import TextLine, order_lines
 from backend.errors import DocumentError
 from backend.settings import Settings
+from backend.text import join_words
 
 log = logging.getLogger(__name__)
 
@@ -48,17 +49,6 @@ class OCRBox:
     @property
     def height(self) -> float:
         return max(1.0, self.y1 - self.y0)
-
-
-def join_words(left: str, right: str) -> str:
-    """Join two pieces of one line: no space around CJK text, one space between Latin words."""
-    if not left:
-        return right
-    if not right:
-        return left
-    if CJK_CHAR.match(left[-1]) or CJK_CHAR.match(right[0]):
-        return left + right
-    return left + " " + right
 
 
 def page_text(boxes: Sequence[OCRBox], image: Image.Image, use_layout_model: bool = True) -> str:

@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Any, Generator, Optional, Sequence
 
 import pypdfium2 as pdfium
 from PIL import Image
@@ -73,7 +73,7 @@ class ParsedPage:
 # ------------------------------------------------------------------------------------------- parsing
 
 def iter_pages(path: os.PathLike | str, settings: Settings,
-               ocr_engine: Optional[OCREngine] = None) -> Iterator[ParsedPage]:
+               ocr_engine: Optional[OCREngine] = None) -> Generator[ParsedPage, None, None]:
     """Parse the PDF page by page. OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)

@@ -384,7 +384,7 @@ def hf_offline() -> Iterator[None]:
     """Offline only while the bundled model loads, so hub names keep working for online users."""
     names = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
     saved = {name: os.environ.get(name) for name in names}
-    os.environ.update({name: "1" for name in names})
+    os.environ.update(dict.fromkeys(names, "1"))
     try:
         yield
     finally:

@@ -51,11 +51,6 @@ def create_embedder(settings: Settings) -> Embedder:
         return embedder
 
 
-def clear_embedder_cache() -> None:
-    with _CACHE_LOCK:
-        _CACHE.clear()
-
-
 def resolve_dtype(setting: str, model: str = DEFAULT_BUNDLED) -> Dtype:
     """auto: int8 (OpenVINO) for the bundled model on CPUs with VNNI, else bfloat16 or float32."""
     from backend.embedding.local import float_dtype

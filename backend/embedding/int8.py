@@ -201,13 +201,13 @@ def _quantize(model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
 class Int8Embedder(BatchedEmbedder):
     """The bundled model quantized to int8, with the e5 prompts."""
 
-    def __init__(self, runner: "Int8Runner", model_id: str, batch_size: int) -> None:
+    def __init__(self, runner: Int8Runner, model_id: str, batch_size: int) -> None:
         super().__init__(model_id, runner.dim, batch_size)
         self.runner = runner
         self.prompts = {"query": E5_QUERY_PROMPT, "passage": E5_PASSAGE_PROMPT}
 
     @classmethod
-    def load(cls, settings: Settings, model_id: str) -> "Int8Embedder":
+    def load(cls, settings: Settings, model_id: str) -> Int8Embedder:
         started = time.monotonic()
         folder = bundled_folder(settings)
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
@@ -262,7 +262,7 @@ class Int8Runner:
 
     def _avoid_bad_lengths(self, input_ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pad further, with masked pad tokens, when the batch length is one OpenVINO gets wrong."""
-        length = input_ids.shape[1]
+        length = int(input_ids.shape[1])
         extra = min(AVOIDED_LENGTHS.get(length, length), self.max_seq_length) - length
         if extra <= 0:
             return input_ids, mask

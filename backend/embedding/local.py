@@ -16,8 +16,18 @@ from urllib.parse import urlparse
 import numpy as np
 
 from backend.cpu import has_any_flag, usable_cpus
-from backend.embedding.base import (BUNDLED_PREFIX, DEFAULT_BUNDLED, E5_PROMPTS, BatchedEmbedder, Dtype, Kind,
-                                    count_tokens, is_e5_model, max_seq_length, position_limit)
+from backend.embedding.base import (
+    BUNDLED_PREFIX,
+    DEFAULT_BUNDLED,
+    E5_PROMPTS,
+    BatchedEmbedder,
+    Dtype,
+    Kind,
+    count_tokens,
+    is_e5_model,
+    max_seq_length,
+    position_limit,
+)
 from backend.embedding.bundled import bundled_folder, hf_offline
 from backend.errors import EmbeddingError, one_line
 from backend.settings import Settings
@@ -44,7 +54,7 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
         self._lock = threading.Lock()  # one forward pass at a time: the tokenizer is not re-entrant
 
     @classmethod
-    def load(cls, settings: Settings, model_id: str, dtype: Dtype) -> "SentenceTransformerEmbedder":
+    def load(cls, settings: Settings, model_id: str, dtype: Dtype) -> SentenceTransformerEmbedder:
         e = settings.embedding
         started = time.monotonic()
         if e.model.startswith(BUNDLED_PREFIX):

@@ -14,7 +14,7 @@ import re
 import threading
 from importlib import resources
 
-from backend.retrieval.text import ENGLISH_STOPWORDS, _tokenizer
+from backend.text import ENGLISH_STOPWORDS, HAN, tokenizer
 
 log = logging.getLogger(__name__)
 
@@ -25,7 +25,7 @@ _SKIP_SENSE = re.compile(r"^(?:CL:|surname |variant of|old variant|see |abbr\. |
 _WORD = re.compile(r"[a-z][a-z\-']*[a-z]|[a-z]")
 # "Temujin, birth name of Genghis Khan": a proper name followed by who it is; the name is the translation.
 _NAME_THEN_EXPLANATION = re.compile(r"^([A-Z][\w\-']+(?: [A-Z][\w\-']+){0,2}),\s.*$")
-_CJK_WORD = re.compile(r"^[\u3400-\u9fff]{2,8}$")
+_CJK_WORD = re.compile(f"^[{HAN}]{{2,8}}$")
 SENSES_PER_WORD = 3  # the first senses are the common ones; later ones add noise
 WORDS_PER_SENSE = 3  # longer senses are explanations, not translations
 CHINESE_PER_ENGLISH = 3  # Chinese words kept per English word
@@ -71,7 +71,7 @@ def _clean_senses(senses: str) -> list[str]:
 
 
 def build(lines) -> TermList:
-    frequency = _tokenizer().dt.FREQ
+    frequency = tokenizer().dt.FREQ
     zh_to_en: dict[str, list[str]] = {}
     en_candidates: dict[str, set[str]] = {}
     for line in lines:

@@ -33,7 +33,7 @@ def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
     """Numbers in 0..1 describing how convincing the top sources are."""
     head = list(sources[:top])
     if not head:
-        return {name: 0.0 for name in FEATURES}
+        return dict.fromkeys(FEATURES, 0.0)
     scores = [s.scores for s in head]
     relevances = [s.relevance for s in head]
     both = sum(1 for s in head if s.dense_rank is not None and s.keyword_rank is not None)
@@ -103,11 +103,11 @@ def reliability(confidences: Sequence[float], labels: Sequence[bool], bins: int 
     total = len(confidences)
     for b in range(bins):
         low, high = 100.0 * b / bins, 100.0 * (b + 1) / bins
-        members = [(c, l) for c, l in zip(confidences, labels) if low <= c < high or (b == bins - 1 and c == 100.0)]
+        members = [(c, hit) for c, hit in zip(confidences, labels) if low <= c < high or (b == bins - 1 and c == 100.0)]
         if not members:
             continue
         mean_conf = sum(c for c, _ in members) / len(members) / 100.0
-        accuracy = sum(1 for _, l in members if l) / len(members)
+        accuracy = sum(1 for _, hit in members if hit) / len(members)
         ece += len(members) / total * abs(mean_conf - accuracy)
         table.append({"confidence": round(mean_conf, 3), "accuracy": round(accuracy, 3), "n": len(members)})
     return {"ece": round(ece, 4), "bins": table}

@@ -22,14 +22,13 @@ from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
 from backend.retrieval.bilingual import term_list
-from backend.retrieval.text import ENGLISH_STOPWORDS, normalize, query_terms
-from backend.text import text_language
+from backend.text import ENGLISH_STOPWORDS, HAN, normalize, query_terms, text_language
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+\-]*")
 _ACRONYM = re.compile(r"^(?:[A-Z][A-Z0-9&\-]+|[A-Za-z]+\d[A-Za-z0-9]*)$")  # NFL, CO2, H2O, 4G
 _WORD = re.compile(r"[a-z0-9]+")
-_CJK_TERM = re.compile(r"^[\u3400-\u9fff]+$")
+_CJK_TERM = re.compile(f"^[{HAN}]+$")
 
 # Weights of the reranker's signals for a candidate in another language than the question (tuned on the
 # cross-lingual dev sets; the same-language weights are `rerank:` in config.yaml).
@@ -73,7 +72,7 @@ class QuestionPlan:
 def plan(question: str, queries: Sequence[str] = ()) -> QuestionPlan:
     """The question's language, anchors and bridge; ``queries``: the question and its model translations."""
     lang = text_language(question)
-    translations = {}
+    translations: dict[str, str] = {}
     for text in queries[1:]:
         translated_lang = text_language(text)
         if translated_lang and translated_lang != lang:
@@ -125,6 +124,8 @@ def _bridge(question: str, lang: str) -> tuple[tuple[str, tuple[str, ...]], ...]
 def _english_of_parts(word: str) -> tuple[str, ...]:
     """A word the list lacks (a compound, a name): the renderings of its two-character halves."""
     terms = term_list()
+    if terms is None:
+        return ()
     parts = [word[i:i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
     return tuple(dict.fromkeys(r for p in parts for r in terms.english(p)[:2]))
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Optional, Sequence
 
-from backend.retrieval.text import ENGLISH_STOPWORDS
 from backend.store.base import SearchFilter
+from backend.text import ENGLISH_STOPWORDS
 from backend.types import Source
 
 _ARXIV_ID = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(v\d+)?(?![\d])")
@@ -129,7 +129,7 @@ def page_hints(question: str) -> list[int]:
     pages = []
     for pattern in _PAGE_HINTS:
         pages += [int(m.group(1)) for m in pattern.finditer(question)]
-    return sorted(set(p for p in pages if p > 0))
+    return sorted({p for p in pages if p > 0})
 
 
 def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
@@ -277,7 +277,7 @@ def narrowed(where: SearchFilter, scope: Optional[Scope]) -> SearchFilter:
 
 
 def on_named_pages(source: Source, scope: Optional[Scope]) -> bool:
-    return bool(scope and scope.pages) and any(source.page <= p <= source.page_end for p in scope.pages)
+    return scope is not None and any(source.page <= p <= source.page_end for p in scope.pages)
 
 
 def named_pages_first(sources: list[Source], scope: Optional[Scope]) -> list[Source]:

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
+
+from backend.types import SearchResult, Source
 
 
 @dataclass
 class RankedList:
-    ids: Sequence[Hashable]  # best first
+    ids: Sequence[str]  # best first
     weight: float
-    item_weights: Optional[Mapping[Hashable, float]] = None  # a factor per id (absent: 1.0)
+    item_weights: Optional[Mapping[str, float]] = None  # a factor per id (absent: 1.0)
 
 
-def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[Hashable, float]:
+def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[str, float]:
     """Fused scores of every id that appears in any list; an id missing from a list gets nothing from it."""
-    scores: dict[Hashable, float] = {}
+    scores: dict[str, float] = {}
     for ranked in lists:
         if ranked.weight <= 0:
             continue
@@ -30,7 +32,7 @@ def weighted_rrf(lists: Sequence[RankedList], k: float = 60.0) -> dict[Hashable,
     return scores
 
 
-def order_by_score(scores: dict[Hashable, float]) -> list[Hashable]:
+def order_by_score(scores: dict[str, float]) -> list[str]:
     """Ids by descending score; ties keep first-seen order (dicts keep insertion order)."""
     return sorted(scores, key=lambda item: -scores[item])
 
@@ -42,14 +44,14 @@ REWRITE_WEIGHT = 0.5
 REWRITE_RRF_K = 1.0
 
 
-def fuse_results(original, rewritten, top: int):
+def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> SearchResult:
     """One ranking from the searches of the user's question and of the model's rewrite of it (RRF over
     chunk ids). Each source keeps its higher relevance; the confidence follows the list that found the
     fused first source (the original's when both did)."""
     from dataclasses import replace
     ranked = weighted_rrf([RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),
                            RankedList([s.chunk_id for s in rewritten.sources], REWRITE_WEIGHT)], k=REWRITE_RRF_K)
-    best: dict[Hashable, object] = {}
+    best: dict[str, Source] = {}
     for source in [*original.sources, *rewritten.sources]:
         kept = best.get(source.chunk_id)
         if kept is None or source.relevance > kept.relevance:

@@ -12,8 +12,8 @@ from rapidfuzz import fuzz
 
 from backend.retrieval import crosslingual
 from backend.retrieval.kinds import kind_factor
-from backend.retrieval.text import normalize, query_entities, query_terms, searchable
 from backend.settings import RerankSettings
+from backend.text import normalize, query_entities, query_terms, searchable
 from backend.types import Source
 
 SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
@@ -102,6 +102,7 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
     for rank, source in enumerate(candidates, 1):
         asked = question_plan.question_for(source.lang) if question_plan else question
         if asked is None:
+            assert question_plan is not None  # only a plan leaves a passage without a question
             source.scores = {**crosslingual.cross_signals(question_plan, source.text, source.similarity),
                              "length": length_score(source.text), "rank": rank_score(rank, len(candidates))}
             source.scores = {s: source.scores[s] for s in SIGNALS}

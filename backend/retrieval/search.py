@@ -14,9 +14,9 @@ from backend.retrieval.confidence import confidence
 from backend.retrieval.doc_scope import Scope, named_pages_first, narrowed
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
 from backend.retrieval.rerank import rerank, semantic_score
-from backend.retrieval.text import is_chinese
 from backend.settings import Settings
 from backend.store.base import Hit, SearchFilter, VectorStore
+from backend.text import question_language
 from backend.types import SEARCH_MODES, SearchResult, Source
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class Retriever:
 
 
 def translation_prompt(question: str) -> list[dict[str, str]]:
-    target = "English" if is_chinese(question) else "Chinese (简体中文)"
+    target = "English" if question_language(question) == "zh" else "Chinese (简体中文)"
     return [{"role": "system", "content": f"Translate the user's question into {target}. Reply with the "
                                           f"translation only, no quotes or explanations."},
             {"role": "user", "content": question}]

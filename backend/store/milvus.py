@@ -113,7 +113,7 @@ class MilvusStore(VectorStore):
             return None
         props = desc.get("properties") or _description_properties(desc.get("description", ""))
         fields = {f["name"]: f for f in desc.get("fields", [])}
-        if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not REQUIRED_FIELDS <= set(fields):
+        if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not set(fields) >= REQUIRED_FIELDS:
             return None
         if "lang" in fields:
             self._legacy.discard(name)
@@ -272,7 +272,7 @@ class MilvusStore(VectorStore):
                      where: Optional[SearchFilter] = None) -> list[Hit]:
         self.load(name)
         filtered = where is not None and where.include_doc_ids is not None
-        if filtered:
+        if filtered and where is not None:
             exact = self._exact_dense_search(name, vector, limit, where)
             if exact is not None:
                 return exact

@@ -17,11 +17,17 @@ from backend.names import MAX_NAME_BYTES, clean_file_name
 from backend.service import DocLens
 from backend.types import ProgressEvent
 from tests.backend.documents import hostile_pdfs
-from tests.backend.test_ingestion import BUSINESS, COMPUTING, LAYOUT, PHYSICS, assert_consistent, variant
-from tests.backend.test_ingestion import kb  # noqa: F401 - the fixture: a fresh knowledge base per test
+from tests.backend.test_ingestion import (
+    BUSINESS,
+    COMPUTING,
+    LAYOUT,
+    PHYSICS,
+    assert_consistent,
+    kb,  # noqa: F401 - the fixture: a fresh knowledge base per test
+    variant,
+)
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
-
 
 NATIVE_20P = LAYOUT / "native_zh_en_20p.pdf"
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from backend.documents.pdf import parse_pdf
 from backend.embedding import DEFAULT_BUNDLED, Embedder, clean_text, create_embedder, embedding_model_id
 from backend.embedding.bundled import BUILD_MARKER, bundled_model_dir, ensure_bundled_model
-from backend.documents.pdf import parse_pdf
 from backend.errors import EmbeddingError
 from tests.backend.documents.pdf_fixtures import write_math_italic_pdf
 from tests.conftest import MODEL_CACHE, make_settings

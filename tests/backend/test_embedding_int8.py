@@ -15,8 +15,16 @@ import pytest
 from backend.embedding import E5_PASSAGE_PROMPT, E5_QUERY_PROMPT, Embedder, create_embedder, resolve_dtype
 from backend.embedding.builds import TMP_PREFIX
 from backend.embedding.bundled import bundled_model_dir
-from backend.embedding.int8 import (INT8_MARKER, MODEL_FILE, WEIGHTS_FILE, Int8Embedder, calibration_feeds,
-                                    cpu_supports_int8, ensure_int8_model, int8_model_dir)
+from backend.embedding.int8 import (
+    INT8_MARKER,
+    MODEL_FILE,
+    WEIGHTS_FILE,
+    Int8Embedder,
+    calibration_feeds,
+    cpu_supports_int8,
+    ensure_int8_model,
+    int8_model_dir,
+)
 from backend.errors import EmbeddingError
 from tests.conftest import MODEL_CACHE, REPO_ROOT, make_settings
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from backend.errors import DocLensError
-from backend.evaluation import (ingest_speed, load_questions, normalize_answer, probe_sentence, question_metrics)
+from backend.evaluation import ingest_speed, load_questions, normalize_answer, probe_sentence, question_metrics
 from backend.types import IngestResult, Source
 
 
@@ -62,8 +62,8 @@ def _report(path, rows):
 def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
     from backend.evaluation import calibrate_from_reports, worst_band
     from backend.retrieval.confidence import FEATURES
-    strong = {name: 0.9 for name in FEATURES}
-    weak = {name: 0.1 for name in FEATURES}
+    strong = dict.fromkeys(FEATURES, 0.9)
+    weak = dict.fromkeys(FEATURES, 0.1)
     monolingual = _report(tmp_path / "mono.json", [(strong, True), (weak, False)] * 40 + [(strong, False)] * 4)
     # a report written before the cross-lingual features existed: they read as 0
     old = _report(tmp_path / "old.json", [({"top_relevance": 0.8, "top_keyword": 0.5}, True), (weak, False)] * 30)

@@ -17,8 +17,7 @@ import pytest
 
 from backend.errors import one_line
 from backend.llm import LLMClient
-from backend.openai_compat import (PLACEHOLDER_API_KEY, Endpoint, RateLimiter, parse_retry_after, scrub,
-                                   shared_limiter)
+from backend.openai_compat import PLACEHOLDER_API_KEY, Endpoint, RateLimiter, parse_retry_after, scrub, shared_limiter
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
 

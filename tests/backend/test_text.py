@@ -1,6 +1,12 @@
-"""backend/text.py: the language of a piece of text."""
+"""backend/text.py: the language of a text, terms, joining, math folding."""
 
-from backend.text import text_language
+import subprocess
+import sys
+from pathlib import Path
+
+from backend.answering import language_instruction
+from backend.retrieval.search import translation_prompt
+from backend.text import CJK_CHAR, HAN_CHAR, join_words, query_terms, question_language, text_language
 
 
 def test_text_language():
@@ -32,3 +38,42 @@ def test_math_terms_and_the_compact_form_find_formulas_whatever_their_spacing():
     assert math_terms("plain words only") == []
     assert "dρdΛd2σ" in compact_math("dρ dΛd2σ")
     assert compact_math("no math here") == "no math here"
+
+
+def test_the_answer_and_the_translation_of_a_question_go_by_one_language():
+    # Mixed questions once got a Chinese answer but a translation "into Chinese" (two language tests).
+    for question in ["用Transformer做什么", "What does 机器学习 mean?", "BERT和GPT-4的区别", "什么是 attention",
+                     "Explain the learning rate", "能量守恒定律是什么？", "E = mc^2"]:
+        answered_in_chinese = "Chinese" in language_instruction(question)
+        translated_into_english = "into English" in translation_prompt(question)[0]["content"]
+        assert answered_in_chinese == translated_into_english == (question_language(question) == "zh"), question
+
+
+def test_cjk_characters_join_without_a_space_and_han_characters_make_chinese():
+    assert join_words("能量", "守恒") == "能量守恒"
+    assert join_words("BERT", "模型") == "BERT模型"
+    assert join_words("energy", "conservation") == "energy conservation"
+    assert join_words("", "x") == "x" and join_words("x", "") == "x"
+    assert join_words("かな", "カナ") == "かなカナ"  # kana and full-width punctuation are unspaced too...
+    assert CJK_CHAR.match("，") and not HAN_CHAR.match("，")  # ...but only Han characters make a text Chinese
+    assert question_language("，，，") == "en"
+
+
+def test_query_terms_cut_chinese_in_words_for_the_index_and_in_pairs_for_passages():
+    assert query_terms("注意力机制如何计算？") == ("注意力", "机制", "计算")
+    pairs = query_terms("注意力机制如何计算？", chinese="pairs")
+    assert {"注意", "意力", "力机", "机制", "计算"} <= set(pairs) and "如何" not in pairs
+    assert "explain" not in query_terms("Explain the paper", chinese="pairs", drop=frozenset({"explain", "paper"}))
+
+
+def test_jieba_is_loaded_on_first_use_with_its_cache_in_the_given_folder(tmp_path):
+    script = (f"import sys; from pathlib import Path; from backend import text; text.use_cache_dir(Path({str(tmp_path)!r}));"
+              "assert 'jieba' not in sys.modules; assert text.query_terms('机器学习的方法')")
+    subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2], timeout=120)
+    assert any(tmp_path.iterdir())  # jieba's dictionary cache
+
+
+def test_a_fraction_that_ends_in_a_lone_backslash_is_folded_not_a_crash():
+    from backend.text import fold_math
+    assert fold_math("what is \\frac\\") == "what is \\/"  # a question typed half-way: search must not fail
+    assert fold_math("a \\frac{x}\\") == "a x/\\"

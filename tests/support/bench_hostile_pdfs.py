@@ -28,7 +28,7 @@ if str(REPO_ROOT) not in sys.path:
 from tests.backend.documents import hostile_pdfs  # noqa: E402
 from tests.conftest import BENCH, SAMPLES  # noqa: E402
 
-log = logging.getLogger("bench_hostile_pdfs")
+log = logging.getLogger(__name__)
 
 FILES = {  # the sizes from the issue; "good" (a 2-page paper) and "good_scan" (a 2-page scan) are baselines
     "good": lambda p: p.write_bytes((SAMPLES / "物理公式示例文档.pdf").read_bytes()) and p,

@@ -36,9 +36,10 @@ import time
 from collections import deque
 from dataclasses import asdict, dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
-logger = logging.getLogger(__name__)
+log = logging.getLogger(__name__)
 
 ReplyFunction = Callable[[dict[str, Any]], str]
 RequestMatcher = Callable[["RecordedRequest"], bool]
@@ -171,7 +172,7 @@ def embedding_for(text: str, dim: int) -> list[float]:
     values: list[float] = []
     counter = 0
     while len(values) < dim:
-        digest = hashlib.sha256(f"{counter}:{text}".encode("utf-8")).digest()
+        digest = hashlib.sha256(f"{counter}:{text}".encode()).digest()
         values.extend((b - 127.5) / 127.5 for b in digest)
         counter += 1
     values = values[:dim]
@@ -207,7 +208,7 @@ class FakeOpenAI:
 
     # ------------------------------------------------------------ lifecycle
 
-    def start(self) -> "FakeOpenAI":
+    def start(self) -> FakeOpenAI:
         handler = type("FakeOpenAIHandler", (_Handler,), {"fake": self})
         self._server = ThreadingHTTPServer((self.host, self.requested_port), handler)
         self._server.daemon_threads = True
@@ -227,7 +228,7 @@ class FakeOpenAI:
             self._thread.join(timeout=5)
         self._server = self._thread = None
 
-    def __enter__(self) -> "FakeOpenAI":
+    def __enter__(self) -> FakeOpenAI:
         return self.start()
 
     def __exit__(self, *exc_info: object) -> None:
@@ -332,7 +333,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request per connection: simple and enough for tests
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        logger.debug("fake-openai: " + format, *args)
+        log.debug("fake-openai: %s", format % args)
 
     # ------------------------------------------------------------ routing
 
@@ -431,7 +432,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
         except (BrokenPipeError, ConnectionResetError):
-            logger.debug("fake-openai: the client closed the stream early")
+            log.debug("fake-openai: the client closed the stream early")
 
     def _send_event(self, payload: dict[str, Any]) -> None:
         self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode("utf-8") + b"\n\n")
@@ -501,7 +502,7 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self.wfile.write(data)
         except (BrokenPipeError, ConnectionResetError):
-            logger.debug("fake-openai: the client went away before the reply")
+            log.debug("fake-openai: the client went away before the reply")
 
 
     def _drip(self, data: bytes, delay: float, piece: int = 8) -> None:
@@ -535,7 +536,7 @@ def main(argv: Optional[list[str]] = None) -> None:
                         help='{"question": "translation"}: the reply to each question-translation request')
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    reply = translating_reply(json.loads(open(args.translations, encoding="utf-8").read())) \
+    reply = translating_reply(json.loads(Path(args.translations).read_text(encoding="utf-8"))) \
         if args.translations else None
     fake = FakeOpenAI(host=args.host, port=args.port, embedding_dim=args.dim, api_key=args.api_key,
                       stream_delay=args.stream_delay, reply=reply).start()

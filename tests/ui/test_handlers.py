@@ -30,6 +30,7 @@ from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
 from ui.common import ALL_DOCUMENTS, error_text, kb_names, shows_errors
 from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files, user_key
 from ui.icons import SYMBOLS, icon
+from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
 from ui.upload_jobs import UploadJobs
@@ -223,7 +224,7 @@ def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
     try:
         {}["boom"]
     except KeyError as exc:
-        with caplog.at_level(logging.ERROR, logger="doclens.ui"):
+        with caplog.at_level(logging.ERROR, logger="ui.common"):
             text = error_text(exc, "answer the question")
     assert text == "could not answer the question: unexpected KeyError (details are in the server log)"
     assert "boom" in caplog.text and "Traceback" in caplog.text
@@ -646,6 +647,6 @@ def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fak
     fake.queue_reply(rewrite)  # the condense request is the first chat call
     turns = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."}]
     handlers = ChatHandlers(service)
-    final = [u for u in handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None)][-1]
+    final = list(handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None))[-1]
     assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
     assert final[8][-1][0]["file"] == PHYSICS and final[8][-1][0]["text"] == right.text, "the right source comes first"

@@ -19,8 +19,15 @@ import pytest
 from backend.errors import DocLensError, SettingsError
 from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
-from tests.ui.conftest import (REPO_ROOT, SAMPLE_PDF, RunningApp, app_environment, free_port, upload_dir_for,
-                               wait_until_serving)
+from tests.ui.conftest import (
+    REPO_ROOT,
+    SAMPLE_PDF,
+    RunningApp,
+    app_environment,
+    free_port,
+    upload_dir_for,
+    wait_until_serving,
+)
 from ui.common import ALL_DOCUMENTS  # the doc filter's "all documents" value
 from ui.kb_tab import eval_inputs
 from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused

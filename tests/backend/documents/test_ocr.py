@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from PIL import Image
 
-from backend.documents.ocr import PPStructureAPIEngine, RapidOCREngine, boxes_to_text, OCRBox, get_ocr_engine
+from backend.documents.ocr import OCRBox, PPStructureAPIEngine, RapidOCREngine, boxes_to_text, get_ocr_engine
 from backend.documents.pdf import has_scanned_pages, iter_pages, parse_pdf
 from backend.errors import DocumentError
 from tests.conftest import BENCH, SAMPLES, make_settings

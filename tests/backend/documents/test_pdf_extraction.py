@@ -5,8 +5,14 @@ from __future__ import annotations
 import logging
 
 from backend.documents.pdf import parse_pdf
-from tests.backend.documents.layout_fixtures import (DEJAVU_MATH, DEJAVU_MONO, fix_astral_to_unicode, write_bleeding_figures_pdf,
-                                                     write_lines_pdf, write_offset_mediabox_pdf)
+from tests.backend.documents.layout_fixtures import (
+    DEJAVU_MATH,
+    DEJAVU_MONO,
+    fix_astral_to_unicode,
+    write_bleeding_figures_pdf,
+    write_lines_pdf,
+    write_offset_mediabox_pdf,
+)
 
 
 def _share(image, colour) -> float:

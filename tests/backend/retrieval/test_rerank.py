@@ -3,8 +3,8 @@
 import pytest
 
 from backend.retrieval import rerank as rr
-from backend.retrieval.text import query_entities, query_terms
 from backend.settings import RerankSettings
+from backend.text import query_entities, query_terms
 from backend.types import Source
 
 
