@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from backend.errors import DocLensError
-from backend.retrieval.confidence import (CALIBRATION_FILE, FEATURES, confidence_from_features, features,
-                                          fit_calibration, load_calibration, reliability)
-from backend.types import (SEARCH_MODES, IngestResult, ProgressCallback, ProgressEvent, SearchMode, SearchResult,
-                           Source)
+from backend.retrieval.confidence import (
+    CALIBRATION_FILE,
+    FEATURES,
+    confidence_from_features,
+    features,
+    fit_calibration,
+    load_calibration,
+    reliability,
+)
+from backend.types import SEARCH_MODES, IngestResult, ProgressCallback, ProgressEvent, SearchMode, SearchResult, Source
 
 log = logging.getLogger(__name__)
 

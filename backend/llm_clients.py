@@ -23,14 +23,14 @@ class LLMClients:
         self._sessions: dict[tuple, LLMClient] = {}  # per-session profiles, newest last
         self._lock = threading.Lock()
 
-    def server(self) -> "LLMClient":
+    def server(self) -> LLMClient:
         from backend.llm import LLMClient
         with self._lock:
             if self._server is None:
                 self._server = LLMClient(self._settings)
             return self._server
 
-    def for_profile(self, profile: Optional[LLMSettings]) -> "LLMClient":
+    def for_profile(self, profile: Optional[LLMSettings]) -> LLMClient:
         """The client for one session's own model profile (endpoint, model, key), or the server's (None).
 
         A profile only ever talks to its own base URL with its own key; the UI builds it (Settings tab)

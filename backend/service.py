@@ -17,8 +17,17 @@ from backend.retrieval.doc_scope import Catalogs, scope_for
 from backend.settings import LLMSettings, Settings
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.milvus import MilvusStore
-from backend.types import (SEARCH_MODES, Answer, AnswerUpdate, DocumentInfo, Figure, IngestResult, KnowledgeBase,
-                           ProgressCallback, SearchResult)
+from backend.types import (
+    SEARCH_MODES,
+    Answer,
+    AnswerUpdate,
+    DocumentInfo,
+    Figure,
+    IngestResult,
+    KnowledgeBase,
+    ProgressCallback,
+    SearchResult,
+)
 
 log = logging.getLogger(__name__)
 

@@ -11,8 +11,15 @@ from backend.service import DocLens
 from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui import panels
-from ui.common import (doc_filter_dropdown, document_files, error_text, kb_dropdown, selected_file, shows_errors,
-                       warning_md)
+from ui.common import (
+    doc_filter_dropdown,
+    document_files,
+    error_text,
+    kb_dropdown,
+    selected_file,
+    shows_errors,
+    warning_md,
+)
 from ui.i18n import lang_of, text
 from ui.icons import plain
 from ui.latex import literal_text, protect_currency

@@ -16,9 +16,8 @@ from backend.types import SEARCH_MODES, ProgressEvent
 from ui.common import document_files, error_text, kb_dropdown, shows_errors, warning_md
 from ui.i18n import lang_of, text
 from ui.icons import icon
+from ui.kb_view import dict_markdown, doc_headers, document_status, job_progress_html, progress_text, results_markdown  # noqa: F401
 from ui.latex import md_literal
-from ui.kb_view import (dict_markdown, doc_headers, document_status, job_progress_html, progress_text,  # noqa: F401
-                        results_markdown)
 from ui.upload_jobs import UploadJob, UploadJobs
 from ui.web_files import ReceivedUploads, UploadRefused, file_entries
 

@@ -11,14 +11,34 @@ One module per concern: ``prompts`` (numbered sources, history, the standalone f
 
 from backend.answering.answers import answer_question, answer_stream, model_failed_notice
 from backend.answering.citations import extract_citations, validate_citations
-from backend.answering.extractive import (EXCERPT_CHARS, EXTRACTIVE_PASSAGES, NO_MODEL_NOTICE, NO_SOURCES_TEXT,
-                                          best_excerpt, extractive_answer, format_passage,
-                                          split_sentences)
-from backend.answering.figures import (answer_about_figure, detect_image_mime, figure_context, figure_label,
-                                       figure_number, figure_reference_pattern, figure_references)
+from backend.answering.extractive import (
+                                          EXCERPT_CHARS,
+                                          EXTRACTIVE_PASSAGES,
+                                          NO_MODEL_NOTICE,
+                                          NO_SOURCES_TEXT,
+                                          best_excerpt,
+                                          extractive_answer,
+                                          format_passage,
+                                          split_sentences,
+)
+from backend.answering.figures import (
+                                          answer_about_figure,
+                                          detect_image_mime,
+                                          figure_context,
+                                          figure_label,
+                                          figure_number,
+                                          figure_reference_pattern,
+                                          figure_references,
+)
 from backend.answering.language import language_instruction
-from backend.answering.prompts import (HistoryLike, build_prompt, condense_question, format_sources,
-                                       normalize_history, source_label)
+from backend.answering.prompts import (
+                                          HistoryLike,
+                                          build_prompt,
+                                          condense_question,
+                                          format_sources,
+                                          normalize_history,
+                                          source_label,
+)
 from backend.answering.summaries import fallback_summary, sample_text, summarize_document
 from backend.types import AnswerUpdate
 

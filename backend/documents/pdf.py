@@ -19,12 +19,24 @@ from typing import Any, Generator, Optional, Sequence
 import pypdfium2 as pdfium
 from PIL import Image
 
-from backend.documents.equations import (body_size, formula_regions, inline_formula_regions, mark_equations,
-                                         ocr_formulas, ocr_inline_formulas, with_inline_pieces)
+from backend.documents.equations import (
+    body_size,
+    formula_regions,
+    inline_formula_regions,
+    mark_equations,
+    ocr_formulas,
+    ocr_inline_formulas,
+    with_inline_pieces,
+)
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
 from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines, read_lines
-from backend.documents.layout_model import (NATIVE_DPI, layout_model, mark_equation_regions, regions_in_points,
-                                            with_regions)
+from backend.documents.layout_model import (
+    NATIVE_DPI,
+    layout_model,
+    mark_equation_regions,
+    regions_in_points,
+    with_regions,
+)
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.ocr_ahead import OCRAhead, ocr_dpi

@@ -26,8 +26,15 @@ from typing import Any, Iterator
 import numpy as np
 
 from backend.cpu import has_any_flag, usable_cpus
-from backend.embedding.base import (E5_PASSAGE_PROMPT, E5_QUERY_PROMPT, BatchedEmbedder, Kind, count_tokens,
-                                    max_seq_length, position_limit)
+from backend.embedding.base import (
+    E5_PASSAGE_PROMPT,
+    E5_QUERY_PROMPT,
+    BatchedEmbedder,
+    Kind,
+    count_tokens,
+    max_seq_length,
+    position_limit,
+)
 from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled import bundled_folder, hf_offline
 from backend.errors import EmbeddingError

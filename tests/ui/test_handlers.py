@@ -28,9 +28,8 @@ from tests.support.fake_openai import FakeOpenAI, RecordedRequest
 from ui.app import build_app, parse_auth
 from ui.chat_tab import ChatHandlers, answer_markdown, normalize_messages
 from ui.common import ALL_DOCUMENTS, error_text, kb_names, shows_errors
-from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files, user_key
 from ui.icons import SYMBOLS, icon
-from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files
+from ui.kb_tab import KBHandlers, progress_text, results_markdown, uploaded_files, user_key
 from ui.latex import CURRENCY_HTML
 from ui.settings_tab import SettingsHandlers, key_status
 from ui.upload_jobs import UploadJobs
