@@ -9,11 +9,13 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional, Sequence, Union
 
+from backend import migration
 from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.settings import LLMSettings, Settings
 from backend.retrieval import text
 from backend.retrieval.doc_scope import Catalogs, scope_for
+from backend.store import migration as old_store
 from backend.store.base import SearchFilter
 from backend.store.milvus import MilvusStore
 from backend.types import (Answer, DocumentInfo, Figure, IngestResult, KnowledgeBase, ProgressCallback,
@@ -65,6 +67,8 @@ class DocLens:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         token = settings.milvus.token.get_secret_value() if settings.milvus.token else ""
+        if settings.is_milvus_lite:  # a Lite 3.x store: moved aside, its PDFs are indexed again (migrate)
+            old_store.set_aside(settings.data_dir, Path(settings.milvus_uri))
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self._embedder = None
@@ -164,6 +168,12 @@ class DocLens:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
             log.info("knowledge base %r ready (%d of %d, %.1f s)", kb.name, i, len(kbs), time.perf_counter() - started)
+        if migration.pending(self):
+            self.migrate()
+
+    def migrate(self, progress: Optional[ProgressCallback] = None) -> list[migration.MigratedKB]:
+        """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs (see backend.migration)."""
+        return migration.migrate(self, progress)
 
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""

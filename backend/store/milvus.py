@@ -16,6 +16,7 @@ from pymilvus.exceptions import MilvusException
 from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+from backend.store.migration import made_by_lite3
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +25,9 @@ READABLE_SCHEMAS = {"1", SCHEMA_VERSION}
 PROP_SCHEMA = "doclens.schema"
 PROP_MODEL = "doclens.embedding_model"
 PROP_DIM = "doclens.dim"
-# Works on Milvus Lite 3.x, Lite 2.5 and the server: Chinese words via jieba, English words kept.
-ANALYZER = {"tokenizer": "jieba", "filter": ["cnalphanumonly"]}
+# Milvus Lite 2.5 and the server alike: Chinese words via jieba, Latin words kept and lowercased (a question's
+# "transformer" finds "Transformer"; the query goes through the same analyzer).
+ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", "cnalphanumonly"]}
 MAX_CONTENT = 65535
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
@@ -36,6 +38,7 @@ QUERY_BATCH = 1000
 # A document filter up to this many rows is scored exactly; HNSW under a selective filter stops early.
 EXACT_FILTER_ROWS = 5000  # rows read with their text: one query, no second round trip
 FILTERED_EF = 512  # HNSW search breadth when a larger filtered set goes through the index
+CONNECT_TIMEOUT_S = 60
 
 
 def quote(value: str) -> str:
@@ -78,9 +81,12 @@ class MilvusStore(VectorStore):
         is_lite = _is_lite(uri)
         if is_lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
-            _check_store_format(uri)
+            if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.store.migration)
+                raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
+                                 f"cannot read: move it away, or open its data folder with DocLens to migrate it")
         try:
-            return MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+            # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
+            return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
         except MilvusException as exc:
             raise StoreError(_connect_failure(uri, is_lite, exc)) from None
 
@@ -201,7 +207,8 @@ class MilvusStore(VectorStore):
         self.drop_collection(old)
 
     def _rows_with_vectors(self, name: str) -> Iterable[list[ChunkRow]]:
-        self.load(name)
+        if not self.count(name):  # Lite 2.5 fails a vector query on an empty collection ("loss raw data")
+            return
         offset = 0
         while True:
             batch = self._call(f"read rows of {name}", self._client.query, name, filter="",
@@ -238,8 +245,8 @@ class MilvusStore(VectorStore):
         self.warm(name)
 
     def warm(self, name: str) -> None:
-        """Load the collection and run one search of each kind, so per-segment indexes (Milvus Lite 3.x
-        builds its BM25 index in Python on the first keyword search) are ready before a user asks."""
+        """Load the collection and run one search of each kind, so that what a first search builds (Milvus
+        Lite 2.5 loads its jieba dictionary on the first keyword search: ~1 s) is ready before a user asks."""
         self.load(name)
         info = self.describe(name)
         if info is None or not info.dim:
@@ -310,9 +317,14 @@ class MilvusStore(VectorStore):
         if not text.strip():
             return []
         self.load(name)
-        result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
-                            anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
-                            filter=filter_expression(where), search_params={"metric_type": "BM25"})
+        try:
+            result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
+                                anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
+                                filter=filter_expression(where), search_params={"metric_type": "BM25"})
+        except StoreError:
+            if self.count(name) == 0:  # Lite 2.5 divides by an average length of 0: "NaN ... sparse row"
+                return []
+            raise
         return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -409,18 +421,6 @@ def _lite_engine_is_2x() -> bool:
     except ImportError:
         return False
     return True
-
-
-def _check_store_format(uri: str) -> None:
-    """Lite 3.x stores are folders, Lite 2.x stores SQLite files: neither engine reads the other's."""
-    store = Path(uri)
-    made_by = "3.x" if store.is_dir() else "2.x" if store.is_file() else None
-    running = "2.x" if _lite_engine_is_2x() else "3.x"
-    if made_by is not None and made_by != running:
-        raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite {made_by}, and this installation "
-                         f"runs Milvus Lite {running}, which cannot read it. Install the versions in "
-                         f"requirements.txt and upload the PDFs again into a new data folder (DOCLENS_DATA_DIR), "
-                         f"or move {uri} away")
 
 
 def _lite_store_locked(uri: str) -> bool:
