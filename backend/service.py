@@ -158,7 +158,7 @@ class DocLens:
 
     def load_all(self) -> None:
         """Collections come back released after a restart: load them and build their search indexes
-        now, so the first question does not (at 100k chunks Milvus Lite 3.x took 6 s for BM25 alone)."""
+        now, so the first question does not (Milvus Lite 2.5 reads every row back into memory: ~15 s at 100k)."""
         kbs = self.kbs.list()
         for i, kb in enumerate(kbs, 1):
             started = time.perf_counter()

@@ -16,6 +16,14 @@ from pymilvus.exceptions import MilvusException
 from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+from backend.store.lite import (
+    connect_failure,
+    is_lite,
+    lite_engine_is_2x,
+    release_lite_store,
+    served_here,
+    store_locked,
+)
 from backend.store.migration import made_by_lite3
 
 log = logging.getLogger(__name__)
@@ -68,7 +76,7 @@ class MilvusStore(VectorStore):
     def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
         self.uri = uri
         # Milvus Lite 2.x (the C++ engine) has no HNSW: its AUTOINDEX is the nearest it has.
-        self.index_type = "AUTOINDEX" if index_type == "HNSW" and _is_lite(uri) and _lite_engine_is_2x() else index_type
+        self.index_type = "AUTOINDEX" if index_type == "HNSW" and is_lite(uri) and lite_engine_is_2x() else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
         self._lock = threading.RLock()
@@ -78,25 +86,27 @@ class MilvusStore(VectorStore):
 
     @staticmethod
     def _connect(uri: str, token: str) -> MilvusClient:
-        is_lite = _is_lite(uri)
-        if is_lite:
+        lite = is_lite(uri)
+        if lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
             if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.store.migration)
                 raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
                                  f"cannot read: move it away, or open its data folder with DocLens to migrate it")
+            if not served_here(uri) and store_locked(uri):  # before Lite logs its own error
+                raise StoreError(connect_failure(uri, lite, None))
         try:
             # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
             return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
         except MilvusException as exc:
-            raise StoreError(_connect_failure(uri, is_lite, exc)) from None
+            raise StoreError(connect_failure(uri, lite, exc)) from None
 
     def close(self) -> None:
         try:
             self._client.close()
         except MilvusException as exc:  # closing twice or a dead server is not worth a traceback
             log.debug("closing Milvus client: %s", exc)
-        if _is_lite(self.uri):
-            _release_lite_store(self.uri)
+        if is_lite(self.uri):
+            release_lite_store(self.uri)
 
     # -- collections --------------------------------------------------------------------------
 
@@ -397,55 +407,3 @@ def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
                     page=int(entity["page"]), page_end=int(entity["page_end"]),
                     chunk_index=int(entity["chunk_index"]), content=entity["content"],
                     lang=entity.get("lang") or "", kind=entity.get("kind") or "text")
-
-
-def _is_lite(uri: str) -> bool:
-    return not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
-
-
-def _release_lite_store(uri: str) -> None:
-    """``MilvusClient.close`` leaves the in-process Lite server running and its folder locked until exit:
-    stop it, so that another process (the CLI next to a test, a restarted worker) can open the store."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:
-        return
-    release = getattr(server_manager_instance, "release_server", None)
-    if release is not None:
-        release(uri)
-
-
-def _lite_engine_is_2x() -> bool:
-    try:
-        import milvus_lite.server  # noqa: F401  (only Lite 2.x has it: the C++ engine)
-    except ImportError:
-        return False
-    return True
-
-
-def _lite_store_locked(uri: str) -> bool:
-    """Milvus Lite 3.x holds a flock on ``LOCK`` in its folder; Lite 2.x a POSIX lock on ``.<file>.lock``."""
-    import fcntl
-    store = Path(uri)
-    for lock_file, lock, unlock in [(store / "LOCK", fcntl.flock, fcntl.flock),
-                                    (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf)]:
-        try:
-            with open(lock_file, "ab") as handle:
-                lock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                unlock(handle, fcntl.LOCK_UN)
-        except (BlockingIOError, PermissionError):
-            return True
-        except OSError:
-            continue
-    return False
-
-
-def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
-    if is_lite and _lite_store_locked(uri):
-        return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
-                f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
-                f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
-                f"(README: Scaling out)")
-    if is_lite:
-        return f"cannot open the Milvus Lite store {uri}: {_short(exc)}"
-    return f"cannot reach Milvus at {uri}: {_short(exc)} (is the server running? is DOCLENS_MILVUS_TOKEN right?)"

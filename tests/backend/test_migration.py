@@ -59,7 +59,7 @@ def test_a_lite3_data_folder_is_indexed_again_from_its_pdfs(tmp_path):
         waiting = old_store.waiting_folders(settings.data_dir)
         assert [p.name for p in waiting] == [service.open_kb("lost").collection]
 
-    shutil.copy(PHYSICS, lost_file)  # the user puts the file back: the next run finishes the job
+    shutil.copy(PHYSICS, waiting[0] / "files" / lost_file.name)  # put back: the next run finishes the job
     with DocLens(settings) as service:
         [result] = service.migrate()
         assert (result.name, result.documents, result.indexed, result.failures) == ("lost", 1, 1, [])
