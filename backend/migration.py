@@ -38,11 +38,11 @@ class MigratedKB:
         return self.indexed == self.documents
 
 
-def pending(service: "DocLens") -> bool:
+def pending(service: DocLens) -> bool:
     return bool(old_store.waiting_folders(service.settings.data_dir))
 
 
-def migrate(service: "DocLens", progress: Optional[ProgressCallback] = None) -> list[MigratedKB]:
+def migrate(service: DocLens, progress: Optional[ProgressCallback] = None) -> list[MigratedKB]:
     """Index every waiting knowledge base again; safe to interrupt and run again."""
     folders = old_store.waiting_folders(service.settings.data_dir)
     results = []
@@ -63,7 +63,7 @@ def migrate(service: "DocLens", progress: Optional[ProgressCallback] = None) -> 
     return results
 
 
-def _migrate_kb(service: "DocLens", name: str, folder: Path, progress: Optional[ProgressCallback]) -> MigratedKB:
+def _migrate_kb(service: DocLens, name: str, folder: Path, progress: Optional[ProgressCallback]) -> MigratedKB:
     old = Registry(folder)
     documents = old.documents(COMPLETE)
     if not any(kb.name == name for kb in service.list_kbs()):
