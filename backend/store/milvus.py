@@ -95,9 +95,15 @@ class MilvusStore(VectorStore):
             if not served_here(uri) and store_locked(uri):  # before Lite logs its own error
                 raise StoreError(connect_failure(uri, lite, None))
         try:
-            # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
-            return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
+            return _client(uri, token)
         except MilvusException as exc:
+            if lite:  # an engine process that died at start (a busy box, a just-stopped one): start one again
+                log.info("Milvus Lite did not start for %s (%s): starting it again", uri, _short(exc))
+                release_lite_store(uri)
+                try:
+                    return _client(uri, token)
+                except MilvusException as again:
+                    exc = again
             raise StoreError(connect_failure(uri, lite, exc)) from None
 
     def close(self) -> None:
@@ -373,6 +379,11 @@ class MilvusStore(VectorStore):
 
     def _where(self) -> str:
         return self.uri if self.uri.startswith(("http", "tcp", "grpc")) else f"Lite store {self.uri}"
+
+
+def _client(uri: str, token: str) -> MilvusClient:
+    # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
+    return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
 
 
 def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
