@@ -164,6 +164,7 @@ class DocLens:
             started = time.perf_counter()
             try:
                 self.store.warm(kb.collection)
+                self._catalogs.get(kb.collection, self.kbs.registry(kb.collection))  # 1-2 s at 1,500 documents
             except DocLensError as exc:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
