@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 from typing import Any, Iterator, Optional, Sequence
 
-from backend import text
+from backend import migration, text
 from backend.errors import DocLensError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.llm_clients import LLMClients
 from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.retrieval.doc_scope import Catalogs, scope_for
 from backend.settings import LLMSettings, Settings
+from backend.store import migration as old_store
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.milvus import MilvusStore
 from backend.types import (
@@ -39,6 +40,8 @@ class DocLens:
         self.settings = settings
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         token = settings.milvus.token.get_secret_value() if settings.milvus.token else ""
+        if settings.is_milvus_lite:  # a Lite 3.x store: moved aside, its PDFs are indexed again (migrate)
+            old_store.set_aside(settings.data_dir, Path(settings.milvus_uri))
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self._embedder = None
@@ -128,16 +131,23 @@ class DocLens:
 
     def load_all(self) -> None:
         """Collections come back released after a restart: load them and build their search indexes
-        now, so the first question does not (at 100k chunks Milvus Lite 3.x took 6 s for BM25 alone)."""
+        now, so the first question does not (Milvus Lite 2.5 reads every row back into memory: ~15 s at 100k)."""
         kbs = self.kbs.list()
         for i, kb in enumerate(kbs, 1):
             started = time.perf_counter()
             try:
                 self.store.warm(kb.collection)
+                self._catalogs.get(kb.collection, self.kbs.registry(kb.collection))  # 1-2 s at 1,500 documents
             except DocLensError as exc:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
             log.info("knowledge base %r ready (%d of %d, %.1f s)", kb.name, i, len(kbs), time.perf_counter() - started)
+        if migration.pending(self):
+            self.migrate()
+
+    def migrate(self, progress: Optional[ProgressCallback] = None) -> list[migration.MigratedKB]:
+        """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs (see backend.migration)."""
+        return migration.migrate(self, progress)
 
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""

@@ -14,7 +14,7 @@ from backend.settings import Settings, load_settings
 from backend.types import SEARCH_MODES, SearchMode
 
 log = logging.getLogger(__name__)
-COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "bench-search", "bench-layout",
+COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "migrate", "bench-search", "bench-layout",
             "bench-corpus", "search", "ask", "summary", "eval", "calibrate", "selftest"}
 
 
@@ -145,6 +145,9 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_ingest)
+    p = sub.add_parser("migrate", parents=[common],
+                       help="index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs")
+    p.set_defaults(handler=cmd_migrate)
     p = sub.add_parser("bench-search", parents=[common], help="search speed, memory and filter recall, 1k-300k chunks")
     p.add_argument("--chunks", default="1000,10000,100000", help="comma-separated knowledge base sizes")
     p.add_argument("--server", action="store_true", help="through a `milvus-lite server` process on 127.0.0.1")
@@ -302,6 +305,18 @@ def cmd_figures(args, settings: Settings) -> int:
         figures = [f.to_dict() for f in service.figures(args.kb, args.doc)]
     show_rows(figures, args.json, ["id", "file", "page", "caption", "path"])
     return 0
+
+
+def cmd_migrate(args, settings: Settings) -> int:
+    from ui.progress import TerminalProgress
+    with open_service(settings) as service, TerminalProgress() as progress:
+        results = service.migrate(progress=progress)
+    for r in results:
+        print(f"{'done' if r.complete else 'partly':7} '{r.name}': {r.indexed} of {r.documents} documents indexed again"
+              + "".join(f"\n        {failure}" for failure in r.failures))
+    if not results:
+        print("nothing to migrate")
+    return 0 if all(r.complete for r in results) else 1
 
 
 def cmd_bench_ingest(args, settings: Settings) -> int:

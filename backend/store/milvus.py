@@ -16,6 +16,15 @@ from pymilvus.exceptions import MilvusException
 from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+from backend.store.lite import (
+    connect_failure,
+    is_lite,
+    lite_engine_is_2x,
+    release_lite_store,
+    served_here,
+    store_locked,
+)
+from backend.store.migration import made_by_lite3
 
 log = logging.getLogger(__name__)
 
@@ -24,8 +33,9 @@ READABLE_SCHEMAS = {"1", SCHEMA_VERSION}
 PROP_SCHEMA = "doclens.schema"
 PROP_MODEL = "doclens.embedding_model"
 PROP_DIM = "doclens.dim"
-# Works on Milvus Lite 3.x, Lite 2.5 and the server: Chinese words via jieba, English words kept.
-ANALYZER = {"tokenizer": "jieba", "filter": ["cnalphanumonly"]}
+# Milvus Lite 2.5 and the server alike: Chinese words via jieba, Latin words kept and lowercased (a question's
+# "transformer" finds "Transformer"; the query goes through the same analyzer).
+ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", "cnalphanumonly"]}
 MAX_CONTENT = 65535
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
@@ -36,6 +46,7 @@ QUERY_BATCH = 1000
 # A document filter up to this many rows is scored exactly; HNSW under a selective filter stops early.
 EXACT_FILTER_ROWS = 5000  # rows read with their text: one query, no second round trip
 FILTERED_EF = 512  # HNSW search breadth when a larger filtered set goes through the index
+CONNECT_TIMEOUT_S = 60
 
 
 def quote(value: str) -> str:
@@ -65,7 +76,7 @@ class MilvusStore(VectorStore):
     def __init__(self, uri: str, token: str = "", index_type: str = "HNSW"):
         self.uri = uri
         # Milvus Lite 2.x (the C++ engine) has no HNSW: its AUTOINDEX is the nearest it has.
-        self.index_type = "AUTOINDEX" if index_type == "HNSW" and _is_lite(uri) and _lite_engine_is_2x() else index_type
+        self.index_type = "AUTOINDEX" if index_type == "HNSW" and is_lite(uri) and lite_engine_is_2x() else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
         self._lock = threading.RLock()
@@ -75,22 +86,33 @@ class MilvusStore(VectorStore):
 
     @staticmethod
     def _connect(uri: str, token: str) -> MilvusClient:
-        is_lite = _is_lite(uri)
-        if is_lite:
+        lite = is_lite(uri)
+        if lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
-            _check_store_format(uri)
+            if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.store.migration)
+                raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
+                                 f"cannot read: move it away, or open its data folder with DocLens to migrate it")
+            if not served_here(uri) and store_locked(uri):  # before Lite logs its own error
+                raise StoreError(connect_failure(uri, lite, None))
         try:
-            return MilvusClient(uri=uri, token=token) if token else MilvusClient(uri=uri)
+            return _client(uri, token)
         except MilvusException as exc:
-            raise StoreError(_connect_failure(uri, is_lite, exc)) from None
+            if lite:  # an engine process that died at start (a busy box, a just-stopped one): start one again
+                log.info("Milvus Lite did not start for %s (%s): starting it again", uri, _short(exc))
+                release_lite_store(uri)
+                try:
+                    return _client(uri, token)
+                except MilvusException as again:
+                    exc = again
+            raise StoreError(connect_failure(uri, lite, exc)) from None
 
     def close(self) -> None:
         try:
             self._client.close()
         except MilvusException as exc:  # closing twice or a dead server is not worth a traceback
             log.debug("closing Milvus client: %s", exc)
-        if _is_lite(self.uri):
-            _release_lite_store(self.uri)
+        if is_lite(self.uri):
+            release_lite_store(self.uri)
 
     # -- collections --------------------------------------------------------------------------
 
@@ -201,7 +223,8 @@ class MilvusStore(VectorStore):
         self.drop_collection(old)
 
     def _rows_with_vectors(self, name: str) -> Iterable[list[ChunkRow]]:
-        self.load(name)
+        if not self.count(name):  # Lite 2.5 fails a vector query on an empty collection ("loss raw data")
+            return
         offset = 0
         while True:
             batch = self._call(f"read rows of {name}", self._client.query, name, filter="",
@@ -238,8 +261,8 @@ class MilvusStore(VectorStore):
         self.warm(name)
 
     def warm(self, name: str) -> None:
-        """Load the collection and run one search of each kind, so per-segment indexes (Milvus Lite 3.x
-        builds its BM25 index in Python on the first keyword search) are ready before a user asks."""
+        """Load the collection and run one search of each kind, so that what a first search builds (Milvus
+        Lite 2.5 loads its jieba dictionary on the first keyword search: ~1 s) is ready before a user asks."""
         self.load(name)
         info = self.describe(name)
         if info is None or not info.dim:
@@ -310,9 +333,14 @@ class MilvusStore(VectorStore):
         if not text.strip():
             return []
         self.load(name)
-        result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
-                            anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
-                            filter=filter_expression(where), search_params={"metric_type": "BM25"})
+        try:
+            result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
+                                anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
+                                filter=filter_expression(where), search_params={"metric_type": "BM25"})
+        except StoreError:
+            if self.count(name) == 0:  # Lite 2.5 divides by an average length of 0: "NaN ... sparse row"
+                return []
+            raise
         return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
@@ -353,6 +381,11 @@ class MilvusStore(VectorStore):
         return self.uri if self.uri.startswith(("http", "tcp", "grpc")) else f"Lite store {self.uri}"
 
 
+def _client(uri: str, token: str) -> MilvusClient:
+    # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
+    return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
+
+
 def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
     if row.vector is None:
         raise StoreError(f"chunk {row.id} of {row.filename} has no vector")
@@ -385,67 +418,3 @@ def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
                     page=int(entity["page"]), page_end=int(entity["page_end"]),
                     chunk_index=int(entity["chunk_index"]), content=entity["content"],
                     lang=entity.get("lang") or "", kind=entity.get("kind") or "text")
-
-
-def _is_lite(uri: str) -> bool:
-    return not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
-
-
-def _release_lite_store(uri: str) -> None:
-    """``MilvusClient.close`` leaves the in-process Lite server running and its folder locked until exit:
-    stop it, so that another process (the CLI next to a test, a restarted worker) can open the store."""
-    try:
-        from milvus_lite.server_manager import server_manager_instance
-    except ImportError:
-        return
-    release = getattr(server_manager_instance, "release_server", None)
-    if release is not None:
-        release(uri)
-
-
-def _lite_engine_is_2x() -> bool:
-    try:
-        import milvus_lite.server  # noqa: F401  (only Lite 2.x has it: the C++ engine)
-    except ImportError:
-        return False
-    return True
-
-
-def _check_store_format(uri: str) -> None:
-    """Lite 3.x stores are folders, Lite 2.x stores SQLite files: neither engine reads the other's."""
-    store = Path(uri)
-    made_by = "3.x" if store.is_dir() else "2.x" if store.is_file() else None
-    running = "2.x" if _lite_engine_is_2x() else "3.x"
-    if made_by is not None and made_by != running:
-        raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite {made_by}, and this installation "
-                         f"runs Milvus Lite {running}, which cannot read it. Install the versions in "
-                         f"requirements.txt and upload the PDFs again into a new data folder (DOCLENS_DATA_DIR), "
-                         f"or move {uri} away")
-
-
-def _lite_store_locked(uri: str) -> bool:
-    """Milvus Lite 3.x holds a flock on ``LOCK`` in its folder; Lite 2.x a POSIX lock on ``.<file>.lock``."""
-    import fcntl
-    store = Path(uri)
-    for lock_file, lock, unlock in [(store / "LOCK", fcntl.flock, fcntl.flock),
-                                    (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf)]:
-        try:
-            with open(lock_file, "ab") as handle:
-                lock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                unlock(handle, fcntl.LOCK_UN)
-        except (BlockingIOError, PermissionError):
-            return True
-        except OSError:
-            continue
-    return False
-
-
-def _connect_failure(uri: str, is_lite: bool, exc: Exception) -> str:
-    if is_lite and _lite_store_locked(uri):
-        return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
-                f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
-                f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
-                f"(README: Scaling out)")
-    if is_lite:
-        return f"cannot open the Milvus Lite store {uri}: {_short(exc)}"
-    return f"cannot reach Milvus at {uri}: {_short(exc)} (is the server running? is DOCLENS_MILVUS_TOKEN right?)"

@@ -71,10 +71,8 @@ def test_a_new_process_sees_the_same_kbs(settings):
 def test_model_mismatch_is_a_clear_error(tmp_path):
     settings = make_settings(tmp_path / "data")
     with DocLens(settings) as service:
-        service.create_kb("kb")
-        # Pretend the KB was built with another model: the collection records it at creation.
-        service.store._client.alter_collection_properties(
-            names.collection_name("kb"), properties={"doclens.embedding_model": "BAAI/bge-small-zh-v1.5"})
+        # A KB built with another model: the collection records it at creation.
+        service.store.create_collection(names.collection_name("kb"), 384, "BAAI/bge-small-zh-v1.5")
         with pytest.raises(KnowledgeBaseError, match="built with embedding model BAAI/bge-small-zh-v1.5.*"
                                                      "set embedding.model"):
             service.search("kb", "question")

@@ -185,3 +185,12 @@ def test_one_document_filter_returns_the_full_top_k(store):
     assert all(h.row.doc_id == "d0" and h.row.content for h in hits)
     others = store.dense_search("kb_filter", query, 20, SearchFilter(exclude_doc_ids=["d0"]))
     assert len(others) == 20 and all(h.row.doc_id != "d0" for h in others)
+
+
+def test_keyword_search_ignores_the_case_of_latin_words(store):
+    store.create_collection("kb_63", DIM, "m")
+    store.insert("kb_63", rows("d1", ["The Transformer architecture 注意力机制", "recurrent networks"]))
+    store.seal("kb_63")
+    for question in ("transformer", "TRANSFORMER", "Transformer"):
+        assert [h.row.id for h in store.keyword_search("kb_63", question, 2)] == ["d1:0"]
+    assert [h.row.id for h in store.keyword_search("kb_63", "Recurrent Networks", 2)] == ["d1:1"]
