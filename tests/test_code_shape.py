@@ -21,9 +21,7 @@ LAYOUT_BUILDERS = {
     "ui/settings_tab.py::build_settings_tab": "Gradio layout builder (the settings page, in page order)",
 }
 # Over the limit today, being split (issue 14): shrink this list, never grow it.
-OVERSIZED_MODULES = {
-    "backend/store/milvus.py": "one line over; split with the store work (issue 15)",
-}
+OVERSIZED_MODULES: dict[str, str] = {}
 LONG_FUNCTIONS: dict[str, str] = {}
 
 
