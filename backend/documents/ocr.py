@@ -21,12 +21,15 @@ from PIL import Image
 from backend.documents import ppstructure
 from backend.documents.layout import TextLine, order_lines
 from backend.errors import DocumentError
+from backend.memory import bound_native_heap, return_free_memory
 from backend.settings import Settings
 from backend.text import join_words
 
 log = logging.getLogger(__name__)
 
 _OCR_SIZE_SHARE = 0.8  # font size over the height of a recognised line's box
+# Text line image columns (48 px high each) one recognition run may take: see RecognitionRuns.
+REC_RUN_COLUMNS = 3200
 
 
 class OCREngine(Protocol):
@@ -157,7 +160,13 @@ class RapidOCREngine:
                     from rapidocr import RapidOCR
                 except ImportError as exc:
                     raise DocumentError(f"OCR engine rapidocr is not installed ({exc})") from None
-                self._engine = RapidOCR(params=self._params)
+                bound_native_heap()  # ORT runs without its arena here: freed activations must go back
+                engine = RapidOCR(params=self._params)
+                # each loads once; rapidocr offers no other way to reach the sessions
+                detector, recognizer = engine._load_det_model(), engine._load_rec_model()
+                detector.session = OneAtATime(detector.session)
+                recognizer.session = RecognitionRuns(recognizer.session)
+                self._engine = engine
             return self._engine
 
     def recognize(self, image: Image.Image) -> str:
@@ -168,12 +177,86 @@ class RapidOCREngine:
         import numpy as np
 
         engine = self._load()
-        result = engine(np.asarray(image if image.mode == "RGB" else image.convert("RGB")))
-        if result is None or result.boxes is None or result.txts is None:
-            return []
-        return [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
-                       float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
-                for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
+        try:
+            result = engine(np.asarray(image if image.mode == "RGB" else image.convert("RGB")))
+            if result is None or result.boxes is None or result.txts is None:
+                return []
+            return [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
+                           float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
+                    for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
+        finally:
+            return_free_memory()  # what this page's model runs freed, before the next page renders
+
+
+class OneAtATime:
+    """rapidocr's detector session, one page at a time across the OCR threads.
+
+    Detection reads the whole page (its longest side at det_limit_side_len) and holds ~0.2 GB of feature
+    maps while it runs, where recognising a slice of lines holds a tenth of that. Pages still overlap:
+    one is detected while the others' lines are recognised (detection is about a quarter of a page's time).
+    """
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self._lock = threading.Lock()
+
+    def __call__(self, image: Any) -> Any:
+        with self._lock:
+            return self.session(image)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session, name)
+
+
+class RecognitionRuns:
+    """rapidocr's recogniser session, run on slices of each batch of text lines, keeping of its output
+    only what rapidocr's CTC decoder reads: the best character of each time step and its probability.
+
+    rapidocr recognises six lines at a time, padded to the widest; the model's output is lines x width/8 x
+    18,710 characters in float32: with its softmax, six page-wide lines took ~0.2 GB on each OCR thread.
+    The model reads each line on its own (nothing mixes the lines of a batch), so slices of at most
+    ``max_columns`` image columns, padded as rapidocr padded the whole batch, give the same text.
+    """
+
+    def __init__(self, session: Any, max_columns: int = REC_RUN_COLUMNS) -> None:
+        self.session = session
+        self.max_columns = max_columns
+
+    def __call__(self, batch: Any) -> BestCharacters:
+        import numpy as np
+
+        per_run = max(1, self.max_columns // max(1, batch.shape[-1]))
+        index, prob = [], []
+        for start in range(0, len(batch), per_run):
+            scores = self.session(batch[start:start + per_run])  # lines x steps x characters
+            index.append(scores.argmax(axis=2))
+            prob.append(scores.max(axis=2))
+            del scores
+        return BestCharacters(np.concatenate(index), np.concatenate(prob))
+
+    def __getattr__(self, name: str) -> Any:  # the character list and the rest of rapidocr's session API
+        return getattr(self.session, name)
+
+
+@dataclass
+class BestCharacters:
+    """Stands for the recogniser's scores where rapidocr's decoder takes their argmax and max over the
+    characters (axis 2); anything else it might ask is an error, not a silent wrong answer."""
+    index: Any  # lines x steps
+    prob: Any
+
+    def argmax(self, axis: int) -> Any:
+        self._check(axis)
+        return self.index
+
+    def max(self, axis: int) -> Any:
+        self._check(axis)
+        return self.prob
+
+    @staticmethod
+    def _check(axis: int) -> None:
+        if axis not in (2, -1):
+            raise TypeError(f"recogniser scores were reduced over the characters only, not axis {axis}")
 
 
 class PaddleOCREngine:

@@ -11,6 +11,7 @@ from backend.embedding.base import BUNDLED_DIMS, BUNDLED_PREFIX, DEFAULT_BUNDLED
 from backend.embedding.bundled import bundled_name
 from backend.embedding.int8 import cpu_supports_int8
 from backend.errors import EmbeddingError
+from backend.memory import bound_native_heap
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -88,6 +89,7 @@ def _load_embedder(settings: Settings) -> Embedder:
         return OpenAIEmbedder(settings)
     from backend.embedding.local import SentenceTransformerEmbedder, float_dtype
 
+    bound_native_heap()  # a local model shares the process with OCR: freed buffers go back to the system
     model_id = embedding_model_id(settings)
     dtype = resolve_dtype(settings.embedding.dtype, settings.embedding.model)
     if dtype != "int8":

@@ -31,7 +31,6 @@ from backend.embedding.base import (
     E5_QUERY_PROMPT,
     BatchedEmbedder,
     Kind,
-    count_tokens,
     max_seq_length,
     position_limit,
 )
@@ -51,6 +50,7 @@ MODEL_FILE = "model.xml"
 INT8_STEPS = {"calibrate": 0.09, "quantize": 0.15, "save": 0.985}
 WEIGHTS_FILE = "model.bin"  # written by openvino.save_model beside MODEL_FILE
 INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
+EMBEDS_INPUT = "inputs_embeds"  # the looked-up word embeddings, see EmbeddingTable
 # int8 matrix products are only fast (and free of the AVX2 u8*s8 saturation) with VNNI or AMX.
 CPU_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
 CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "assets" / "embedding-calibration.jsonl"
@@ -237,35 +237,55 @@ class Int8Embedder(BatchedEmbedder):
 
 
 class Int8Runner:
-    """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes."""
+    """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes.
+
+    Memory (an ingest's peak holds this model and the OCR together): the tokenizer is the ``tokenizers``
+    one that transformers wraps (its import pulls in torch, ~0.4 GB, for nothing here), and the word
+    embedding table is looked up here, from the int8 weights the model file maps, instead of by the
+    compiled model, which would unpack all 250,037 rows to float32 (~0.4 GB) for the few a batch uses.
+    """
 
     def __init__(self, model_dir: Path, prompts: tuple[str, str], max_seq_length: int, threads: int) -> None:
-        from transformers import AutoTokenizer
+        from tokenizers import Tokenizer
 
         folder = ensure_int8_model(model_dir, prompts)  # outside telemetry_off: builds take that lock too
         with telemetry_off():
-            self.model = _compiled(folder, threads)
+            self.model, self.table = _compiled(folder, threads)
         self.request = self.model.create_infer_request()
-        self.tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
+        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+        self.pad_id = self.tokenizer.token_to_id(_pad_token(model_dir)) or 0
         self.max_seq_length = max_seq_length
         self.dim = int(self.model.outputs[0].get_partial_shape()[-1].get_length())
-        # One call at a time: the fast tokenizer changes its padding state per call (not re-entrant),
+        # One call at a time: the tokenizer's truncation and padding are set per call (not re-entrant),
         # an infer request runs one batch at a time, and a forward pass already uses every core.
         self._lock = threading.Lock()
 
     def token_counts(self, texts: list[str]) -> list[int]:
+        """Each text's length in tokens, untruncated and without the special tokens."""
         with self._lock:
-            return count_tokens(self.tokenizer, texts)
+            self.tokenizer.no_truncation()
+            self.tokenizer.no_padding()
+            return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def embed(self, texts: list[str]) -> np.ndarray:
         with self._lock:
-            batch = self.tokenizer(texts, padding=True, truncation=True, max_length=self.max_seq_length,
-                                   pad_to_multiple_of=PAD_TO_MULTIPLE, return_tensors="np")
-            input_ids, mask = self._avoid_bad_lengths(np.asarray(batch["input_ids"], dtype=np.int64),
-                                                      np.asarray(batch["attention_mask"], dtype=np.int64))
-            hidden = self.request.infer(_model_inputs(input_ids, mask))[self.model.outputs[0]].copy()
+            input_ids, mask = self._tokenize(texts)
+            feed = _model_inputs(input_ids, mask)
+            feed[EMBEDS_INPUT] = self.table.lookup(input_ids)
+            hidden = self.request.infer(feed)[self.model.outputs[0]].copy()
         weights = mask[..., None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+    def _tokenize(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """What transformers' fast tokenizer gives for padding=True, truncation=True, max_length and
+        pad_to_multiple_of (it sets these same options on this same tokenizer), as int64 arrays."""
+        self.tokenizer.enable_truncation(self.max_seq_length)
+        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=self.tokenizer.id_to_token(self.pad_id),
+                                      pad_to_multiple_of=PAD_TO_MULTIPLE)
+        encoded = self.tokenizer.encode_batch(texts)
+        input_ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
+        mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
+        return self._avoid_bad_lengths(input_ids, mask)
 
     def _avoid_bad_lengths(self, input_ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pad further, with masked pad tokens, when the batch length is one OpenVINO gets wrong."""
@@ -273,19 +293,64 @@ class Int8Runner:
         extra = min(AVOIDED_LENGTHS.get(length, length), self.max_seq_length) - length
         if extra <= 0:
             return input_ids, mask
-        pad_id = self.tokenizer.pad_token_id or 0
-        return (np.pad(input_ids, ((0, 0), (0, extra)), constant_values=pad_id),
+        return (np.pad(input_ids, ((0, 0), (0, extra)), constant_values=self.pad_id),
                 np.pad(mask, ((0, 0), (0, extra)), constant_values=0))
 
 
-def _compiled(folder: Path, threads: int) -> Any:
+def _pad_token(model_dir: Path) -> str:
+    config = model_dir / "tokenizer_config.json"
+    if config.is_file():
+        return str(json.loads(config.read_text(encoding="utf-8")).get("pad_token") or "<pad>")
+    return "<pad>"
+
+
+class EmbeddingTable:
+    """The word embedding rows as the model file stores them (int8, one float scale per row), mapped
+    from the file, not copied: a lookup touches only the rows of the batch's tokens."""
+
+    def __init__(self, weights: np.ndarray, scales: np.ndarray, owner: Any) -> None:
+        self.weights = weights
+        self.scales = scales
+        self._owner = owner  # the OpenVINO constant whose mapped file buffer the arrays view
+
+    def lookup(self, input_ids: np.ndarray) -> np.ndarray:
+        # The same float32 product the compiled model folded (Convert, then Multiply by the row's scale).
+        return self.weights[input_ids].astype(np.float32) * self.scales[input_ids]
+
+
+def _compiled(folder: Path, threads: int) -> tuple[Any, EmbeddingTable]:
     try:
         import openvino as ov
     except ImportError as exc:
         raise EmbeddingError(f"int8 embeddings need the openvino package ({exc})") from None
     try:
+        core = ov.Core()
+        model, table = _without_embedding_lookup(core.read_model(str(folder / MODEL_FILE)))
         # Unpinned threads: the cores are shared with OCR workers and the read-ahead parser.
-        return ov.Core().compile_model(str(folder / MODEL_FILE), "CPU", {
-            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False})
+        return core.compile_model(model, "CPU", {
+            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}), table
     except RuntimeError as exc:
         raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
+
+
+def _without_embedding_lookup(model: Any) -> tuple[Any, EmbeddingTable]:
+    """The model with its word embedding Gather replaced by an input (EMBEDS_INPUT), and the table it
+    read: Gather(Multiply(Convert(int8 constant), scales), ids)."""
+    import openvino as ov
+
+    gather = next((op for op in model.get_ordered_ops() if op.get_type_name() == "Gather"
+                   and "word_embeddings" in op.get_friendly_name()), None)
+    if gather is None:
+        raise RuntimeError("no word embedding Gather in the model")
+    multiply = gather.input_value(0).get_node()
+    convert = multiply.input_value(0).get_node()
+    weights, scales = convert.input_value(0).get_node(), multiply.input_value(1).get_node()
+    if (multiply.get_type_name(), convert.get_type_name(), weights.get_type_name(),
+            scales.get_type_name()) != ("Multiply", "Convert", "Constant", "Constant"):
+        raise RuntimeError("the word embedding table is not an int8 constant with row scales")
+    embeds = ov.op.Parameter(ov.Type.f32, gather.get_output_partial_shape(0))
+    embeds.set_friendly_name(EMBEDS_INPUT)
+    gather.output(0).replace(embeds.output(0))
+    embeds.output(0).get_tensor().set_names({EMBEDS_INPUT})
+    table = EmbeddingTable(weights.data, scales.data, weights)
+    return ov.Model(model.get_results(), list(model.get_parameters()) + [embeds], model.get_friendly_name()), table

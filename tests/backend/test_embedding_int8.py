@@ -175,3 +175,34 @@ def test_every_padded_length_stays_close_to_float32(int8: Embedder, f32: Embedde
     assert np.sum(int8.embed_passages(texts) * f32.embed_passages(texts), axis=1).min() > 0.995
     queries = [" ".join(words[:n]) + "?" for n in (8, 14, 20)]
     assert np.sum(int8.embed_queries(queries) * f32.embed_queries(queries), axis=1).min() > 0.995
+
+
+def test_int8_loads_without_torch_and_keeps_the_word_table_int8(tmp_path: Path) -> None:
+    """An ingest holds this model and the OCR at once: transformers' tokenizer wrapper imported torch
+    (~0.4 GB) and the compiled model unpacked the 250,037-row table to float32 (~0.4 GB)."""
+    script = ("import os, sys; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
+              "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
+              "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_passages(['x', 'y']); "
+              "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)); "
+              "print(e.runner.table.weights.dtype, [i.get_any_name() for i in e.runner.model.inputs])")
+    env = dict(os.environ, DATA=str(tmp_path / "data"))
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    modules, model = done.stdout.strip().splitlines()[-2:]
+    assert modules == "[]"
+    assert model.startswith("int8 ") and "'inputs_embeds'" in model
+
+
+def test_int8_tokenizes_exactly_as_transformers_does(int8: Embedder) -> None:
+    from transformers import AutoTokenizer
+
+    reference = AutoTokenizer.from_pretrained(str(bundled_model_dir(MODEL_CACHE)), local_files_only=True)
+    texts = [E5_PASSAGE_PROMPT + t for t in TEXTS] + ["  two  spaces ", "ｆｕｌｌ　ｗｉｄｔｈ", "<s> </s> <pad>", "x" * 3000]
+    runner = int8.runner  # type: ignore[attr-defined]
+    expected = reference(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
+    assert runner.token_counts(texts) == [len(ids) for ids in expected]
+    batch = reference(texts, padding=True, truncation=True, max_length=runner.max_seq_length,
+                      pad_to_multiple_of=16, return_tensors="np")
+    input_ids, mask = runner._tokenize(texts)
+    assert np.array_equal(input_ids, batch["input_ids"]) and np.array_equal(mask, batch["attention_mask"])
