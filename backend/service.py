@@ -278,8 +278,8 @@ class DocLens(QualityChecks):
         llm = self.llm_for(llm_profile)
         search = functools.partial(self._rerank_search, kb)
         if figure_id:
-            sources = self.settings.llm.context_sources
-            yield from asking.figure_answer_updates(asking.ask_about_figure(kb, llm, search, question, figure_id, sources))
+            answer = asking.ask_about_figure(kb, llm, search, question, figure_id, self.settings.llm.context_sources)
+            yield from asking.figure_answer_updates(answer)
             return
         yield from asking.stream_answer(llm, self.settings, search, question, history, doc)
 
@@ -335,4 +335,3 @@ class DocLens(QualityChecks):
         except DocLensError as exc:
             return False, str(exc)
         return True, f"{embedder.model_id}: OK ({embedder.dim} dimensions)"
-

@@ -61,8 +61,9 @@ class Retriever:
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _hit_lists(self, collection: str, mode: str, queries: list[str], vectors, question_plan: crosslingual.QuestionPlan,
-                   where: SearchFilter) -> tuple[list[list[Hit]], list[crosslingual.KeywordRun]]:
+    def _hit_lists(self, collection: str, mode: str, queries: list[str], vectors,
+                   question_plan: crosslingual.QuestionPlan, where: SearchFilter
+                   ) -> tuple[list[list[Hit]], list[crosslingual.KeywordRun]]:
         """The dense hits of each query vector and the keyword runs of each keyword query (those the mode uses)."""
         cfg = self.settings.retrieval
         dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
