@@ -8,39 +8,29 @@ rows, figures and registry entry again (``OpenKB.remove_document``), and start-u
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import os
-import queue
 import threading
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Callable, Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional
 
 from backend.documents.chunking import chunk_pages
 from backend.documents.figures import save_figure
 from backend.documents.limits import PDFIUM_STRING_LIMIT
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.pdf import ParsedPage, has_scanned_pages, inspect_pdf, iter_pages
+from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
+from backend.ingestion_read_ahead import PageReader, ReadAhead
+from backend.ingestion_uploads import UploadItem, check_readable, collect_uploads, file_sha256
 from backend.knowledge_bases import OpenKB, kb_deleted_message
-from backend.names import clean_file_name
 from backend.settings import Settings
 from backend.store.base import ChunkRow
 from backend.text import text_language
 from backend.types import Chunk, DocumentInfo, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
 
 log = logging.getLogger(__name__)
-
-READ_AHEAD_PAGES = 32  # parsed pages of the next file held at most, figures included
-
-
-@dataclass
-class UploadItem:
-    path: Path
-    name: str  # the name the user knows the file by
+__all__ = ["Ingestor", "UploadItem", "collect_uploads", "file_sha256"]  # the uploads are named here too
 
 
 @dataclass
@@ -65,28 +55,6 @@ class _Job:
             raise CancelledError(f"{self.item.name}: cancelled")
 
 
-def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]] = None) -> list[UploadItem]:
-    """Files as given (validated later, so a renamed .txt gets its reason) and PDFs found in folders."""
-    items: list[UploadItem] = []
-    for index, path in enumerate(paths):
-        path = Path(path)
-        if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() == ".pdf")
-            items.extend(UploadItem(p, clean_file_name(p.name)) for p in found)
-        else:
-            name = display_names[index] if display_names and index < len(display_names) else path.name
-            items.append(UploadItem(path, clean_file_name(name)))
-    return items
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 class Ingestor:
     """Turns files into rows of a knowledge base; the knowledge base does the bookkeeping and storing."""
 
@@ -97,7 +65,7 @@ class Ingestor:
     def run(self, kb: OpenKB, items: list[UploadItem], progress: Optional[ProgressCallback] = None,
             cancel: Optional[threading.Event] = None) -> list[IngestResult]:
         results = []
-        ahead = _ReadAhead(items, self.settings, cancel)
+        ahead = ReadAhead(items, self.settings, cancel)
         try:
             for index, item in enumerate(items, 1):
                 if kb.deleted.is_set():  # the rest is not started: nothing of it may be written
@@ -117,7 +85,7 @@ class Ingestor:
             progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
         return results
 
-    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead) -> IngestResult:
+    def ingest_one(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: ReadAhead) -> IngestResult:
         started = time.perf_counter()
         try:
             result = self._ingest(kb, item, report, cancel, ahead)
@@ -134,7 +102,7 @@ class Ingestor:
         log.info("%s: %s (%s)", item.name, result.status, result.error or f"{result.chunks} chunks")
         return result
 
-    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead) -> IngestResult:
+    def _ingest(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: ReadAhead) -> IngestResult:
         reader = ahead.take(item)
         try:
             return self._ingest_read(kb, item, report, cancel, ahead, reader)
@@ -142,9 +110,9 @@ class Ingestor:
             if reader is not None:
                 reader.stop()  # a duplicate or a failure leaves it unread
 
-    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: _ReadAhead,
-                     reader: Optional[_PageReader]) -> IngestResult:
-        _check_readable(item)
+    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: ReadAhead,
+                     reader: Optional[PageReader]) -> IngestResult:
+        check_readable(item)
         sha = reader.sha if reader is not None else file_sha256(item.path)
         duplicate = kb.registry.document_by_sha(sha)
         if duplicate is not None:
@@ -232,150 +200,11 @@ class Ingestor:
             job.report("store", min(total, start + batch), total, f"storing {min(total, start + batch)} of {total}")
 
 
-class _PageReader:
-    """One file's pages parsed on a background thread, handed over in order through a bounded queue.
-
-    A file with pages to OCR waits for its turn: OCR keeps both cores busy, and running it beside the
-    embedding of the file before made both slower. Errors are raised where the pages are read, so a bad
-    file fails with the same message either way."""
-
-    _END = object()
-
-    def __init__(self, item: UploadItem, sha: str, page_count: int, settings: Settings,
-                 cancel: Optional[threading.Event]) -> None:
-        self.item = item
-        self.sha = sha
-        self.page_count = page_count
-        self._settings = settings
-        self._cancel = cancel
-        self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
-        self._stop = threading.Event()
-        self._turn = threading.Event()
-        self._thread = threading.Thread(target=self._read, name="read-ahead", daemon=True)
-        self._thread.start()
-
-    def pages(self) -> Iterator[ParsedPage]:
-        while True:
-            try:
-                got = self._queue.get(timeout=0.1)
-            except queue.Empty:
-                if self._thread.is_alive():
-                    continue
-                raise CancelledError(f"{self.item.name}: cancelled") from None  # it stopped without an end mark
-            if got is self._END:
-                return
-            if isinstance(got, BaseException):
-                raise got
-            yield got
-
-    def begin(self) -> None:
-        """It is this file's turn: pages that need OCR may start too."""
-        self._turn.set()
-
-    def stop(self) -> None:
-        """Stops reading (after the page in hand) and waits: no parsing outlives its upload."""
-        self._stop.set()
-        while self._thread.is_alive():
-            self._drain()
-            self._thread.join(timeout=0.1)
-
-    def _read(self) -> None:
-        try:
-            if has_scanned_pages(self.item.path, self._settings) and not self._wait_for_turn():
-                return
-            self._read_pages()
-        except BaseException as exc:  # handed to the reading thread, which reports it
-            self._hand_over(exc)
-
-    def _wait_for_turn(self) -> bool:
-        while not self._turn.wait(timeout=0.1):
-            if self._stopped():
-                return False
-        return True
-
-    def _read_pages(self) -> None:
-        pages = iter_pages(self.item.path, self._settings, ocr_engine=get_ocr_engine(self._settings))
-        try:
-            for page in pages:
-                if not self._hand_over(page):
-                    return
-            self._hand_over(self._END)
-        finally:
-            pages.close()
-
-    def _hand_over(self, value: object) -> bool:
-        while not self._stopped():
-            try:
-                self._queue.put(value, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def _stopped(self) -> bool:
-        return self._stop.is_set() or (self._cancel is not None and self._cancel.is_set())
-
-    def _drain(self) -> None:
-        try:
-            while True:
-                self._queue.get_nowait()
-        except queue.Empty:
-            pass
-
-
-class _ReadAhead:
-    """Reads the next file of an upload while the current one is embedded: parsing is single-threaded,
-    so it uses the core that embedding leaves idle between batches. At most one reader runs at a time."""
-
-    def __init__(self, items: Sequence[UploadItem], settings: Settings, cancel: Optional[threading.Event]) -> None:
-        self._items = list(items)
-        self._settings = settings
-        self._cancel = cancel
-        self._reader: Optional[_PageReader] = None
-
-    def start_after(self, item: UploadItem, kb: OpenKB) -> None:
-        following = next((self._items[i + 1] for i, it in enumerate(self._items[:-1]) if it is item), None)
-        if following is None or self._reader is not None or (self._cancel is not None and self._cancel.is_set()):
-            return
-        try:  # a file that fails these checks fails them again on its turn, with its message
-            _check_readable(following)
-            sha = file_sha256(following.path)
-            if kb.registry.document_by_sha(sha) is not None:
-                return  # a duplicate is skipped on its turn: nothing to read
-            page_count = inspect_pdf(following.path, self._settings)
-        except Exception:
-            return
-        self._reader = _PageReader(following, sha, page_count, self._settings, self._cancel)
-
-    def take(self, item: UploadItem) -> Optional[_PageReader]:
-        """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""
-        reader = self._reader
-        if reader is None or reader.item is not item:
-            return None
-        self._reader = None
-        reader.begin()
-        return reader
-
-    def close(self) -> None:
-        if self._reader is not None:
-            self._reader.stop()
-            self._reader = None
-
-
 def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count: int):
     def report(stage: str, current: int = 0, total: int = 0, message: str = "") -> None:
         if progress is not None:
             progress(ProgressEvent(stage, name, index, count, current, total, message))
     return report
-
-
-def _check_readable(item: UploadItem) -> None:
-    if not item.path.exists():
-        raise DocLensError(f"{item.name}: file not found")
-    if not item.path.is_file():
-        raise DocLensError(f"{item.name}: not a file")
-    if not os.access(item.path, os.R_OK):
-        raise DocLensError(f"{item.name}: permission denied")
 
 
 def _naming(item: UploadItem, message: str) -> str:

@@ -2,24 +2,26 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from backend import migration, text
+from backend.asking import search_scope
 from backend.errors import DocLensError
 from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.llm_clients import LLMClients
 from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
-from backend.retrieval.doc_scope import Catalogs, scope_for
+from backend.quality_checks import QualityChecks
+from backend.retrieval.doc_scope import Catalogs
 from backend.settings import LLMSettings, Settings
 from backend.store import migration as old_store
-from backend.store.base import ChunkRow, SearchFilter
+from backend.store.base import ChunkRow
 from backend.store.milvus import MilvusStore
 from backend.types import (
-    SEARCH_MODES,
     Answer,
     AnswerUpdate,
     DocumentInfo,
@@ -33,7 +35,7 @@ from backend.types import (
 log = logging.getLogger(__name__)
 
 
-class DocLens:
+class DocLens(QualityChecks):
     """Everything a user can do, as plain method calls returning plain result types."""
 
     def __init__(self, settings: Settings):
@@ -243,13 +245,7 @@ class DocLens:
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
             raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
-        include = [kb.find_document(doc).doc_id] if doc else None
-        excluded = kb.registry.pending_ids() + [kb.find_document(name).doc_id for name in exclude]
-        where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
-        catalog = self._catalogs.get(kb.collection, kb.registry, excluded)
-        scope = scope_for(question, catalog, include[0] if include else None)
-        if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
-            scope = None  # the model named that document, not the user: it must not narrow the search
+        where, scope = search_scope(kb, self._catalogs, question, doc, exclude, said)
         return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)
 
     @property
@@ -287,45 +283,19 @@ class DocLens:
         Model failures never raise: they end in an extractive answer with ``notice`` saying why.
         ``llm_profile``: this caller's own model (see ``llm_for``); None: the server's.
         """
-        from backend import answering
+        from backend import asking
         kb = self.open_kb(kb_name)
         llm = self.llm_for(llm_profile)
+        search = functools.partial(self._rerank_search, kb)
         if figure_id:
-            answer = self._ask_about_figure(kb, question, figure_id, llm)
-            yield AnswerUpdate(text=answer.answer, delta=answer.answer)
-            yield AnswerUpdate(text=answer.answer, done=True, answer=answer)
+            answer = asking.ask_about_figure(kb, llm, search, question, figure_id, self.settings.llm.context_sources)
+            yield from asking.figure_answer_updates(answer)
             return
-        standalone = answering.condense_question(llm, history, question) if history else question
-        top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
-        result = self._search(kb, question, doc, "rerank", top)
-        if standalone.strip() != question.strip():
-            # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
-            # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
-            from backend.retrieval.fusion import fuse_results
-            said = "\n".join([*(turn.get("content") or "" for turn in answering.normalize_history(history)), question])
-            result = fuse_results(result, self._search(kb, standalone, doc, "rerank", top, said=said), top)
-        for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
-                                              searched_question=standalone):
-            if update.done and update.answer is not None:
-                update.answer.searched_in = result.searched_in
-                yield update
-            elif update.delta:
-                yield update
+        yield from asking.stream_answer(llm, self.settings, search, question, history, doc)
 
-    def _ask_about_figure(self, kb: OpenKB, question: str, figure_id: str, llm) -> Answer:
-        from backend import answering
-        figure = kb.figure(figure_id)
-        page_text = kb.registry.page_text(figure.doc_id, figure.page)
-        document_text = "\n\n".join(text for _, text in kb.registry.document_text(figure.doc_id))
-        context = answering.figure_context(figure, page_text, document_text)
-        result = self._search(kb, question, figure.file, "rerank", self.settings.llm.context_sources)
-        try:
-            image = Path(figure.path).read_bytes()
-        except OSError as exc:
-            log.warning("figure image %s unreadable: %s", figure.path, exc)
-            image = None
-        return answering.answer_about_figure(llm, question, figure, image, None, context, result.sources,
-                                             result.confidence)
+    def _rerank_search(self, kb: OpenKB, question: str, doc: Optional[str], top: int,
+                       said: Optional[str] = None) -> SearchResult:
+        return self._search(kb, question, doc, "rerank", top, said=said)
 
     def ask(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
             doc: Optional[str] = None, figure_id: Optional[str] = None,
@@ -339,22 +309,9 @@ class DocLens:
 
     def summary(self, kb_name: str, file: str, refresh: bool = False) -> str:
         """A document's Markdown summary (LaTeX kept), generated once and cached; first passages without a model."""
-        from backend import answering
-        from backend.errors import LLMError
+        from backend.asking import document_summary
         kb = self.open_kb(kb_name, check_model=False)
-        doc = kb.find_document(file)
-        cached = None if refresh else kb.registry.summary(doc.doc_id)
-        if cached:
-            return cached
-        pages = [text for _, text in kb.registry.document_text(doc.doc_id)]
-        try:
-            summary = answering.summarize_document(self.llm, doc.file, pages)
-        except LLMError as exc:
-            reason = "" if not self.settings.llm_configured else f"The model failed ({exc})"
-            first = [c.content for c in self.store.chunks(kb.collection, doc_id=doc.doc_id, limit=3)]
-            return answering.fallback_summary(doc.file, first, reason=reason)
-        kb.registry.save_summary(doc.doc_id, summary)
-        return summary
+        return document_summary(kb, self.store, self.llm, self.settings.llm_configured, file, refresh)
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
@@ -366,46 +323,13 @@ class DocLens:
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
         return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id), ocr_line_reader(self.settings))
 
-    # -- quality checks (backend.evaluation: imported when asked for) -------------------------
+    # -- quality checks (evaluate, selftest, benchmark_ingest, calibrate: see QualityChecks) ----
 
     def indexed_chunks(self, kb_name: str) -> list[ChunkRow]:
         """The stored chunks of the knowledge base's complete documents (what the self-test asks back)."""
         kb = self.open_kb(kb_name)
         complete = {d.doc_id for d in kb.registry.documents(status="complete")}
         return [c for c in self.store.chunks(kb.collection) if c.doc_id in complete]
-
-    def evaluate(self, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
-                 modes: Sequence[str] = SEARCH_MODES, limit: int = 0, progress: Optional[ProgressCallback] = None,
-                 keep_details: bool = False, unanswerable: bool = False) -> dict[str, Any]:
-        """Metrics per search mode on a qa.jsonl set (see ``backend.evaluation.run_eval``)."""
-        from backend.evaluation import run_eval
-        return run_eval(self, Path(qa_path), Path(docs_dir), kb_name=kb_name, modes=modes, limit=limit,
-                        progress=progress, keep_details=keep_details, unanswerable=unanswerable)
-
-    def selftest(self, kb_name: str, samples: int = 50, progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
-        """Recall of stored chunks asked back as questions."""
-        from backend.evaluation import selftest
-        return selftest(self, kb_name, samples=samples, progress=progress)
-
-    def benchmark_ingest(self, paths: Sequence[Path]) -> dict[str, Any]:
-        """Ingest into a throwaway knowledge base: pages/s and peak memory."""
-        from backend.evaluation import benchmark_ingest
-        return benchmark_ingest(self, paths)
-
-    @staticmethod
-    def eval_report_text(report: dict[str, Any]) -> str:
-        from backend.evaluation import format_report
-        return format_report(report)
-
-    @staticmethod
-    def calibrate(reports: Sequence[Path], mode: str = "rerank") -> dict[str, Any]:
-        """Fit the confidence on eval reports made with ``--details`` and save it; per report its
-        reliability and ``worst_band`` (the largest gap in a band of 50+ questions)."""
-        from backend.evaluation import calibrate_from_reports, worst_band
-        result = calibrate_from_reports([Path(p) for p in reports], mode=mode)
-        for check in result["per_report"].values():
-            check["worst_band"] = worst_band(check)
-        return result
 
     def check_llm(self, vision: bool = False, llm_profile: Optional[LLMSettings] = None) -> tuple[bool, str]:
         """Try the chat (or vision) endpoint once: (ok, one-line message without the key)."""
@@ -421,8 +345,3 @@ class DocLens:
         except DocLensError as exc:
             return False, str(exc)
         return True, f"{embedder.model_id}: OK ({embedder.dim} dimensions)"
-
-
-def _named_by_user(scope, said_scope) -> bool:
-    """Every document the rewrite is limited to was named in what the user wrote."""
-    return said_scope is not None and set(scope.doc_ids) <= set(said_scope.doc_ids)

@@ -20,7 +20,7 @@ from ui.common import bi, kb_names, set_language
 from ui.i18n import RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text, translations
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
-from ui.settings_tab import build_settings_tab
+from ui.settings_tab import SettingsFields, build_settings_tab
 from ui.web_files import ReceivedUploads, shown_files
 
 log = logging.getLogger(__name__)
@@ -98,10 +98,6 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
     set_language(service.settings.ui.language)
     start_first_run(service)
     chat_handlers = ChatHandlers(service)
-
-    def banner_update(request: gr.Request) -> tuple[Any, Any]:
-        return model_banner(service, request)
-
     with gr.Blocks(title="DocLens", analytics_enabled=False, fill_width=True) as demo:
         uploads = ReceivedUploads(demo)  # only what this app's /upload received may be ingested
         kb_handlers = KBHandlers(service, uploads)
@@ -121,27 +117,39 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         register_api(service, uploads)
         wire_cross_tab(chat_handlers, chat, kb)
         wire_tab_refresh(service, chat_handlers, chat, kb, chat_tab, kb_tab, tabs)
-        banner_timer.tick(banner_update, None, [banner, banner_timer],
-                          api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED)
-        located = demo.load(set_session_language, language, language, js=RESTORE_LOCALE_JS, api_name="page_language",
-                            queue=False, **UNDOCUMENTED)
-        # Gradio re-translates only the shown tab's label after a locale change: set all three here.
-        located.then(tab_labels, None, [chat_tab, kb_tab, settings_tab], api_name="page_tab_labels", **UNDOCUMENTED)
-        loaded = located.then(chat_handlers.refresh_choices, [chat.last_kb, chat.doc_filter],
-                              [chat.kb_select, chat.doc_filter], api_name="page_load", **UNDOCUMENTED)
-        loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty",
-                    **UNDOCUMENTED)
-        loaded.then(banner_update, None, [banner, banner_timer],
-                    api_name="page_load_banner", **UNDOCUMENTED)
-        chain_panel(loaded, chat_handlers, chat, "page_load")
-        kb.follow(loaded, chat.kb_select, "page_load_kb")
-        located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
-                     api_name="page_load_settings", **UNDOCUMENTED)
+        wire_page_load(demo, service, chat_handlers, chat, kb, settings_fields, language,
+                       [chat_tab, kb_tab, settings_tab], banner, banner_timer)
         # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
         language.input(None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False,
                        **UNDOCUMENTED)
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
+
+
+def wire_page_load(demo: gr.Blocks, service: DocLens, chat_handlers: ChatHandlers, chat: ChatTab, kb: KBTab,
+                   settings_fields: SettingsFields, language: gr.Radio, tabs: list[gr.Tab], banner: gr.HTML,
+                   banner_timer: gr.Timer) -> None:
+    """What a page (re)load runs, in order: its language, the tab labels, the pickers, the model banner
+    and this session's settings."""
+    def banner_update(request: gr.Request) -> tuple[Any, Any]:
+        return model_banner(service, request)
+
+    banner_timer.tick(banner_update, None, [banner, banner_timer],
+                      api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED)
+    located = demo.load(set_session_language, language, language, js=RESTORE_LOCALE_JS, api_name="page_language",
+                        queue=False, **UNDOCUMENTED)
+    # Gradio re-translates only the shown tab's label after a locale change: set all three here.
+    located.then(tab_labels, None, tabs, api_name="page_tab_labels", **UNDOCUMENTED)
+    loaded = located.then(chat_handlers.refresh_choices, [chat.last_kb, chat.doc_filter],
+                          [chat.kb_select, chat.doc_filter], api_name="page_load", **UNDOCUMENTED)
+    loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty",
+                **UNDOCUMENTED)
+    loaded.then(banner_update, None, [banner, banner_timer],
+                api_name="page_load_banner", **UNDOCUMENTED)
+    chain_panel(loaded, chat_handlers, chat, "page_load")
+    kb.follow(loaded, chat.kb_select, "page_load_kb")
+    located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
+                 api_name="page_load_settings", **UNDOCUMENTED)
 
 
 def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:

