@@ -1,5 +1,5 @@
 # DocLens: `make run` starts the app on http://127.0.0.1:7860, `make test` lints and runs every test,
-# `make lint` only lints (ruff check, mypy), `make format` formats (not yet applied to the tree: see CONTRIBUTING.md).
+# `make lint` only lints (ruff check, ruff format --check, mypy), `make format` formats the tree.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -17,6 +17,7 @@ test: lint system-test-deps
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check
+	$(BIN)/ruff format --check
 	$(BIN)/mypy
 
 format: $(VENV)/.dev

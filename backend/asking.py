@@ -20,8 +20,9 @@ log = logging.getLogger(__name__)
 RerankSearch = Callable[..., SearchResult]
 
 
-def search_scope(kb: OpenKB, catalogs: Catalogs, question: str, doc: Optional[str], exclude: Sequence[str],
-                 said: Optional[str]) -> tuple[SearchFilter, Optional[Scope]]:
+def search_scope(
+    kb: OpenKB, catalogs: Catalogs, question: str, doc: Optional[str], exclude: Sequence[str], said: Optional[str]
+) -> tuple[SearchFilter, Optional[Scope]]:
     """Where a search looks: the chosen document, or every complete one but the excluded; and the
     document(s) the question names (see ``DocLens._search`` for ``said``)."""
     include = [kb.find_document(doc).doc_id] if doc else None
@@ -39,10 +40,17 @@ def _named_by_user(scope, said_scope) -> bool:
     return said_scope is not None and set(scope.doc_ids) <= set(said_scope.doc_ids)
 
 
-def stream_answer(llm, settings: Settings, search: RerankSearch, question: str,
-                  history: Optional[list[dict[str, str]]], doc: Optional[str]) -> Iterator[AnswerUpdate]:
+def stream_answer(
+    llm,
+    settings: Settings,
+    search: RerankSearch,
+    question: str,
+    history: Optional[list[dict[str, str]]],
+    doc: Optional[str],
+) -> Iterator[AnswerUpdate]:
     """The updates of ``DocLens.ask_stream`` for a question about the text."""
     from backend import answering
+
     standalone = answering.condense_question(llm, history, question) if history else question
     top = max(settings.retrieval.top_k, settings.llm.context_sources)
     result = search(question, doc, top)
@@ -50,10 +58,12 @@ def stream_answer(llm, settings: Settings, search: RerankSearch, question: str,
         # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
         # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
         from backend.retrieval.fusion import fuse_results
+
         said = "\n".join([*(turn.get("content") or "" for turn in answering.normalize_history(history)), question])
         result = fuse_results(result, search(standalone, doc, top, said=said), top)
-    for update in answering.answer_stream(llm, question, result.sources, result.confidence, history=history,
-                                          searched_question=standalone):
+    for update in answering.answer_stream(
+        llm, question, result.sources, result.confidence, history=history, searched_question=standalone
+    ):
         if update.done and update.answer is not None:
             update.answer.searched_in = result.searched_in
             yield update
@@ -67,10 +77,10 @@ def figure_answer_updates(answer: Answer) -> Iterator[AnswerUpdate]:
     yield AnswerUpdate(text=answer.answer, done=True, answer=answer)
 
 
-def ask_about_figure(kb: OpenKB, llm, search: RerankSearch, question: str, figure_id: str,
-                     sources: int) -> Answer:
+def ask_about_figure(kb: OpenKB, llm, search: RerankSearch, question: str, figure_id: str, sources: int) -> Answer:
     """The vision model's answer about one figure, with its page, its document and ``sources`` passages."""
     from backend import answering
+
     figure = kb.figure(figure_id)
     page_text = kb.registry.page_text(figure.doc_id, figure.page)
     document_text = "\n\n".join(text for _, text in kb.registry.document_text(figure.doc_id))
@@ -81,14 +91,14 @@ def ask_about_figure(kb: OpenKB, llm, search: RerankSearch, question: str, figur
     except OSError as exc:
         log.warning("figure image %s unreadable: %s", figure.path, exc)
         image = None
-    return answering.answer_about_figure(llm, question, figure, image, None, context, result.sources,
-                                         result.confidence)
+    return answering.answer_about_figure(llm, question, figure, image, None, context, result.sources, result.confidence)
 
 
 def document_summary(kb: OpenKB, store: VectorStore, llm, llm_configured: bool, file: str, refresh: bool) -> str:
     """``DocLens.summary``: cached, else generated and saved, else the first passages (not saved)."""
     from backend import answering
     from backend.errors import LLMError
+
     doc = kb.find_document(file)
     cached = None if refresh else kb.registry.summary(doc.doc_id)
     if cached:

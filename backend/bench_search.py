@@ -46,6 +46,7 @@ _TOKEN = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+|[^\u3400-\u9fffA-Za-z0-9]+")
 @dataclass
 class Base:
     """Real chunks with their e5 vectors, and real questions about them."""
+
     texts: list[str]
     langs: list[str]
     kinds: list[str]
@@ -54,6 +55,7 @@ class Base:
 
 
 # -- base material ------------------------------------------------------------------------------
+
 
 def load_base(settings: Settings, bench_dir: Path, cache: Path) -> Base:
     """The native (not scanned) PDFs of the dev sets, ingested once through DocLens and kept as arrays."""
@@ -75,6 +77,7 @@ def _native_questions(bench_dir: Path) -> list[dict[str, Any]]:
 
 def _ingest_base(settings: Settings, bench_dir: Path) -> None:
     from backend.service import DocLens
+
     docs = sorted({(q["set"], q["doc"]) for q in _native_questions(bench_dir)})
     with DocLens(settings) as service:
         if not any(kb.name == "base" for kb in service.list_kbs()):
@@ -85,12 +88,13 @@ def _ingest_base(settings: Settings, bench_dir: Path) -> None:
 
 def _dump_base(settings: Settings, arrays: Path, meta: Path, bench_dir: Path) -> None:
     from backend.service import DocLens
+
     with DocLens(settings) as service:
         kb = service.open_kb("base", check_model=False)
         rows = service.store.chunks(kb.collection)
         vectors: dict[str, np.ndarray] = {}
         for start in range(0, len(rows), 500):
-            vectors.update(service.store.vectors(kb.collection, [r.id for r in rows[start:start + 500]]))
+            vectors.update(service.store.vectors(kb.collection, [r.id for r in rows[start : start + 500]]))
     rows = [r for r in rows if r.id in vectors]
     rng = np.random.default_rng(SEED)
     questions = [q["question"] for q in _native_questions(bench_dir)]
@@ -98,12 +102,22 @@ def _dump_base(settings: Settings, arrays: Path, meta: Path, bench_dir: Path) ->
     np.save(arrays.with_suffix(".tmp.npy"), np.stack([vectors[r.id] for r in rows]).astype(np.float32))
     np.savez(arrays, vectors=np.load(arrays.with_suffix(".tmp.npy")))
     arrays.with_suffix(".tmp.npy").unlink()
-    meta.write_text(json.dumps({"texts": [r.content for r in rows], "langs": [r.lang for r in rows],
-                                "kinds": [r.kind for r in rows], "questions": picked}, ensure_ascii=False),
-                    encoding="utf-8")
+    meta.write_text(
+        json.dumps(
+            {
+                "texts": [r.content for r in rows],
+                "langs": [r.lang for r in rows],
+                "kinds": [r.kind for r in rows],
+                "questions": picked,
+            },
+            ensure_ascii=False,
+        ),
+        encoding="utf-8",
+    )
 
 
 # -- synthetic knowledge bases ------------------------------------------------------------------
+
 
 def noise_scale(vectors: np.ndarray) -> float:
     """Noise whose copies sit as close to their source as real chunks sit to their nearest neighbour."""
@@ -111,11 +125,12 @@ def noise_scale(vectors: np.ndarray) -> float:
     sims = sample @ sample.T
     np.fill_diagonal(sims, -1.0)
     target = float(np.clip(np.median(sims.max(axis=1)), 0.5, 0.99))
-    return float(np.sqrt(1.0 / target ** 2 - 1.0))
+    return float(np.sqrt(1.0 / target**2 - 1.0))
 
 
-def synthetic_rows(base: Base, doc_index: int, vocabulary: list[str], sigma: float,
-                   rng: np.random.Generator) -> list[ChunkRow]:
+def synthetic_rows(
+    base: Base, doc_index: int, vocabulary: list[str], sigma: float, rng: np.random.Generator
+) -> list[ChunkRow]:
     """One synthetic paper: DOC_CHUNKS consecutive base chunks; copies after the first round are edited."""
     doc_id = f"synthetic{doc_index:06d}"
     rows = []
@@ -128,9 +143,20 @@ def synthetic_rows(base: Base, doc_index: int, vocabulary: list[str], sigma: flo
             text = edit_text(text, vocabulary, rng)
             vector = vector + rng.normal(scale=sigma / np.sqrt(dim), size=dim).astype(np.float32)
             vector = vector / np.linalg.norm(vector)
-        rows.append(ChunkRow(id=f"{doc_id}:{j}", doc_id=doc_id, filename=f"{doc_id}.pdf", page=j // 4 + 1,
-                             page_end=j // 4 + 1, chunk_index=j, content=text, vector=vector.astype(np.float32),
-                             lang=base.langs[source], kind=base.kinds[source]))
+        rows.append(
+            ChunkRow(
+                id=f"{doc_id}:{j}",
+                doc_id=doc_id,
+                filename=f"{doc_id}.pdf",
+                page=j // 4 + 1,
+                page_end=j // 4 + 1,
+                chunk_index=j,
+                content=text,
+                vector=vector.astype(np.float32),
+                lang=base.langs[source],
+                kind=base.kinds[source],
+            )
+        )
     return rows
 
 
@@ -145,6 +171,7 @@ def edit_text(text: str, vocabulary: list[str], rng: np.random.Generator) -> str
 def build_kb(settings: Settings, base: Base, chunks: int) -> None:
     """Write ``chunks`` synthetic chunks the way the ingestor does (pending entry, rows, pages, complete)."""
     from backend.service import DocLens
+
     rng = np.random.default_rng(SEED + chunks)
     vocabulary = [t for text in base.texts[:500] for t in _TOKEN.findall(text) if t.strip() and t.isalnum()]
     sigma = noise_scale(base.vectors)
@@ -157,18 +184,23 @@ def build_kb(settings: Settings, base: Base, chunks: int) -> None:
             doc_id = rows[0].doc_id
             kb.registry.add_pending(doc_id, rows[0].filename, f"{doc_id:0<64}")
             for start in range(0, len(rows), 256):
-                service.store.insert(kb.collection, rows[start:start + 256])
+                service.store.insert(kb.collection, rows[start : start + 256])
             pages = sorted({r.page for r in rows})
-            kb.registry.add_pages(doc_id, [(p, " ".join(r.content for r in rows if r.page == p), False)
-                                           for p in pages])
+            kb.registry.add_pages(doc_id, [(p, " ".join(r.content for r in rows if r.page == p), False) for p in pages])
             kb.registry.mark_complete(doc_id, pages=len(pages), ocr_pages=0, chunks=len(rows), figures=0)
             if d % 100 == 99:
-                log.info("bench-search: %d chunks: %d of %d documents written (%.0f s)", chunks, d + 1, docs,
-                         time.perf_counter() - started)
+                log.info(
+                    "bench-search: %d chunks: %d of %d documents written (%.0f s)",
+                    chunks,
+                    d + 1,
+                    docs,
+                    time.perf_counter() - started,
+                )
         service.store.seal(kb.collection)  # what DocLens.ingest does after an upload
 
 
 # -- measuring ----------------------------------------------------------------------------------
+
 
 class _StageClock:
     """Wraps the store and the embedder the retriever uses and adds up the time spent in each call."""
@@ -192,18 +224,23 @@ class _StageClock:
                     finally:
                         stage = methods[name]
                         clock.spent[stage] = clock.spent.get(stage, 0.0) + time.perf_counter() - started
+
                 return timed
+
         return Timed()
 
 
 def _percentiles(values: Sequence[float]) -> dict[str, float]:
-    return {"p50_ms": round(float(np.percentile(values, 50)) * 1000, 1),
-            "p95_ms": round(float(np.percentile(values, 95)) * 1000, 1)}
+    return {
+        "p50_ms": round(float(np.percentile(values, 50)) * 1000, 1),
+        "p95_ms": round(float(np.percentile(values, 95)) * 1000, 1),
+    }
 
 
 def measure_questions(service, questions: Sequence[str], doc: Optional[str] = None) -> dict[str, Any]:
     """p50/p95 of ``DocLens.search`` (default mode) and of each stage; rerank = what is left."""
     from backend.retrieval.search import Retriever
+
     clock = _StageClock()
     store = clock.wrap(service.store, {"dense_search": "dense", "keyword_search": "keyword", "vectors": "vectors"})
     embedder = clock.wrap(service.embedder, {"embed_queries": "embed"})
@@ -245,6 +282,7 @@ def filter_recall(service, questions: Sequence[str], rng: np.random.Generator) -
 
 def measure_size(settings: Settings, base: Base, chunks: int, server_pid: Optional[int] = None) -> dict[str, Any]:
     from backend.service import DocLens
+
     rng = np.random.default_rng(SEED)
     questions = list(base.questions[: QUESTIONS + WARMUP])
     started = time.perf_counter()
@@ -258,16 +296,25 @@ def measure_size(settings: Settings, base: Base, chunks: int, server_pid: Option
         first_query_s = time.perf_counter() - started
         figures = measure_questions(service, questions)
         recall, files = filter_recall(service, base.questions[-FILTERED_QUESTIONS:], rng)
-        filtered = [measure_questions(service, questions[:WARMUP + 1], doc=f)["p95_ms"] for f in files[:10]]
+        filtered = [measure_questions(service, questions[: WARMUP + 1], doc=f)["p95_ms"] for f in files[:10]]
         after_upload = _after_upload(service, base, chunks, questions)
         rss_mb = _rss_mb(exclude=server_pid)  # before closing: Lite 2.x runs its engine as a child process
     finally:
         service.close()
-    return {"chunks": chunks, **figures, "filtered_p95_ms": round(float(np.percentile(filtered, 95)), 1),
-            "filter_recall": round(recall, 4), "open_s": round(open_s, 2), "first_query_s": round(first_query_s, 2),
-            "after_upload_p95_ms": after_upload, "rss_mb": rss_mb, "peak_rss_mb": _peak_rss_mb(),
-            "server_rss_mb": _rss_mb(server_pid) if server_pid else None,
-            "disk_mb": _disk_mb(settings), "load_average": round(os.getloadavg()[0], 1)}
+    return {
+        "chunks": chunks,
+        **figures,
+        "filtered_p95_ms": round(float(np.percentile(filtered, 95)), 1),
+        "filter_recall": round(recall, 4),
+        "open_s": round(open_s, 2),
+        "first_query_s": round(first_query_s, 2),
+        "after_upload_p95_ms": after_upload,
+        "rss_mb": rss_mb,
+        "peak_rss_mb": _peak_rss_mb(),
+        "server_rss_mb": _rss_mb(server_pid) if server_pid else None,
+        "disk_mb": _disk_mb(settings),
+        "load_average": round(os.getloadavg()[0], 1),
+    }
 
 
 def _after_upload(service, base: Base, chunks: int, questions: Sequence[str]) -> float:
@@ -290,6 +337,7 @@ def _after_upload(service, base: Base, chunks: int, questions: Sequence[str]) ->
 def _rss_mb(pid: Optional[int] = None, exclude: Optional[int] = None) -> float:
     """RSS of a process and its children (Lite 2.x's engine), without the server process we started."""
     import psutil
+
     process = psutil.Process(pid) if pid else psutil.Process()
     tree = [process, *(p for p in process.children(recursive=True) if p.pid != exclude)]
     return round(sum(p.memory_info().rss for p in tree) / 2**20, 0)
@@ -301,15 +349,19 @@ def _peak_rss_mb() -> float:
 
 def _disk_mb(settings: Settings) -> float:
     root = Path(settings.milvus_uri) if settings.is_milvus_lite else settings.data_dir / "server-store"
-    files = [root, *root.parent.glob(f".{root.name}*")] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    files = (
+        [root, *root.parent.glob(f".{root.name}*")] if root.is_file() else [p for p in root.rglob("*") if p.is_file()]
+    )
     return round(sum(p.stat().st_size for p in files) / 2**20, 1)
 
 
 # -- driver -------------------------------------------------------------------------------------
 
+
 def engine_tag(settings: Settings) -> str:
     """Stores of different engines cannot read each other: cache them apart."""
     from importlib.metadata import version
+
     return f"pymilvus{version('pymilvus')}-lite{version('milvus-lite')}-{settings.milvus.index_type}"
 
 
@@ -319,14 +371,19 @@ def _settings_for(settings: Settings, data_dir: Path, uri: str = "") -> Settings
     return settings.model_copy(update={"data_dir": data_dir, "embedding": embedding, "milvus": milvus})
 
 
-def run(settings: Settings, sizes: Sequence[int], bench_dir: Path, cache: Optional[Path] = None,
-        server: bool = False) -> dict[str, Any]:
+def run(
+    settings: Settings, sizes: Sequence[int], bench_dir: Path, cache: Optional[Path] = None, server: bool = False
+) -> dict[str, Any]:
     """Build (once) and measure one knowledge base per size; ``server``: through `milvus-lite server`."""
     cache = cache or settings.data_dir / "bench-search"
     cache.mkdir(parents=True, exist_ok=True)
     base = load_base(settings, bench_dir, cache)
-    report: dict[str, Any] = {"engine": engine_tag(settings), "deployment": "server" if server else "embedded",
-                              "base_chunks": len(base.texts), "sizes": []}
+    report: dict[str, Any] = {
+        "engine": engine_tag(settings),
+        "deployment": "server" if server else "embedded",
+        "base_chunks": len(base.texts),
+        "sizes": [],
+    }
     for chunks in sizes:
         folder = cache / engine_tag(settings) / f"{'server' if server else 'lite'}-{chunks}"
         report["sizes"].append(_run_size(settings, base, chunks, folder, server))
@@ -361,14 +418,18 @@ def _start_server(data_dir: Path, uri: str = "") -> tuple[subprocess.Popen, str]
 
 def table(report: dict[str, Any]) -> str:
     """The README table: one row per size."""
-    lines = ["| chunks | full search p50 / p95 ms | embed p50 | dense p50 | BM25 p50 | filtered p95 | filter recall "
-             "| open | first question after restart | after upload p95 | RSS (server) | disk |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| chunks | full search p50 / p95 ms | embed p50 | dense p50 | BM25 p50 | filtered p95 | filter recall "
+        "| open | first question after restart | after upload p95 | RSS (server) | disk |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for s in report["sizes"]:
         st = s["stages"]
         server = f" ({s['server_rss_mb']:.0f})" if s.get("server_rss_mb") else ""
-        lines.append(f"| {s['chunks']:,} | {s['p50_ms']:.0f} / {s['p95_ms']:.0f} | {st['embed']['p50_ms']:.1f} "
-                     f"| {st['dense']['p50_ms']:.1f} | {st['keyword']['p50_ms']:.1f} | {s['filtered_p95_ms']:.0f} "
-                     f"| {s['filter_recall']:.2f} | {s['open_s']:.1f} s | {s['first_query_s']:.2f} s "
-                     f"| {s['after_upload_p95_ms']:.0f} | {s['rss_mb']:,.0f} MB{server} | {s['disk_mb']:,.0f} MB |")
+        lines.append(
+            f"| {s['chunks']:,} | {s['p50_ms']:.0f} / {s['p95_ms']:.0f} | {st['embed']['p50_ms']:.1f} "
+            f"| {st['dense']['p50_ms']:.1f} | {st['keyword']['p50_ms']:.1f} | {s['filtered_p95_ms']:.0f} "
+            f"| {s['filter_recall']:.2f} | {s['open_s']:.1f} s | {s['first_query_s']:.2f} s "
+            f"| {s['after_upload_p95_ms']:.0f} | {s['rss_mb']:,.0f} MB{server} | {s['disk_mb']:,.0f} MB |"
+        )
     return "\n".join(lines)

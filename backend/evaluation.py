@@ -34,6 +34,7 @@ _PUNCT_OR_SPACE = re.compile(r"[\s\W_]+", re.UNICODE)
 
 # -- metrics -----------------------------------------------------------------------------------
 
+
 def normalize_answer(text: str) -> str:
     """NFKC, lower case, white space and punctuation removed (the bench's answer-matching rule)."""
     return _PUNCT_OR_SPACE.sub("", unicodedata.normalize("NFKC", text).lower())
@@ -70,6 +71,7 @@ def mean_metrics(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 
 # -- eval --------------------------------------------------------------------------------------
 
+
 def load_questions(path: Path, limit: int = 0) -> list[dict]:
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
@@ -81,9 +83,16 @@ def load_questions(path: Path, limit: int = 0) -> list[dict]:
             continue
         try:
             q = json.loads(line)
-            questions.append({"id": q.get("id", number), "question": q["question"], "answers": list(q["answers"]),
-                              "doc": q["doc"], "pages": [int(p) for p in q["pages"]],
-                              "scanned": bool(q.get("scanned", False))})
+            questions.append(
+                {
+                    "id": q.get("id", number),
+                    "question": q["question"],
+                    "answers": list(q["answers"]),
+                    "doc": q["doc"],
+                    "pages": [int(p) for p in q["pages"]],
+                    "scanned": bool(q.get("scanned", False)),
+                }
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise DocLensError(f"{path}:{number}: not a qa line ({exc.__class__.__name__}: {exc})") from None
     if limit and limit < len(questions):
@@ -91,10 +100,17 @@ def load_questions(path: Path, limit: int = 0) -> list[dict]:
     return questions
 
 
-def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = None,
-             modes: Sequence[str] = SEARCH_MODES, limit: int = 0,
-             progress: Optional[ProgressCallback] = None, keep_details: bool = False,
-             unanswerable: bool = False) -> dict[str, Any]:
+def run_eval(
+    service,
+    qa_path: Path,
+    docs_dir: Path,
+    kb_name: Optional[str] = None,
+    modes: Sequence[str] = SEARCH_MODES,
+    limit: int = 0,
+    progress: Optional[ProgressCallback] = None,
+    keep_details: bool = False,
+    unanswerable: bool = False,
+) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
     confidence is calibrated and checked on questions the library cannot answer too."""
     questions = load_questions(Path(qa_path), limit)
@@ -135,24 +151,54 @@ def run_eval(service, qa_path: Path, docs_dir: Path, kb_name: Optional[str] = No
     return report
 
 
-def _eval_mode(service, kb_name: str, questions: list[dict], mode: str, progress: Optional[ProgressCallback],
-               leave_out_gold: bool = False) -> tuple[dict[str, Any], list[dict]]:
+def _eval_mode(
+    service,
+    kb_name: str,
+    questions: list[dict],
+    mode: str,
+    progress: Optional[ProgressCallback],
+    leave_out_gold: bool = False,
+) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
         if not question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
-            details.append({"id": question["id"], "scanned": question["scanned"],
-                            "metrics": question_metrics([], question), "latency_ms": None, "confidence": 0.0,
-                            "features": features([]), "top5_chars": 0})
+            details.append(
+                {
+                    "id": question["id"],
+                    "scanned": question["scanned"],
+                    "metrics": question_metrics([], question),
+                    "latency_ms": None,
+                    "confidence": 0.0,
+                    "features": features([]),
+                    "top5_chars": 0,
+                }
+            )
             continue
         exclude = [question["doc"]] if leave_out_gold else []
         result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
-        details.append({"id": question["id"], "scanned": question["scanned"],
-                        "metrics": question_metrics(result.sources, question), "latency_ms": result.latency_ms,
-                        "confidence": result.confidence, "features": features(result.sources),
-                        "top5_chars": sum(len(s.text) for s in result.sources[:5])})
+        details.append(
+            {
+                "id": question["id"],
+                "scanned": question["scanned"],
+                "metrics": question_metrics(result.sources, question),
+                "latency_ms": result.latency_ms,
+                "confidence": result.confidence,
+                "features": features(result.sources),
+                "top5_chars": sum(len(s.text) for s in result.sources[:5]),
+            }
+        )
         if progress is not None and (index % 20 == 0 or index == len(questions)):
-            progress(ProgressEvent("search", file=f"mode {mode}", file_index=1, file_count=1, current=index,
-                                   total=len(questions), message=f"{mode}: question {index} of {len(questions)}"))
+            progress(
+                ProgressEvent(
+                    "search",
+                    file=f"mode {mode}",
+                    file_index=1,
+                    file_count=1,
+                    current=index,
+                    total=len(questions),
+                    message=f"{mode}: question {index} of {len(questions)}",
+                )
+            )
     latencies = sorted(d["latency_ms"] for d in details if d["latency_ms"] is not None)
     summary = {
         "all": mean_metrics([d["metrics"] for d in details]),
@@ -167,9 +213,11 @@ def _eval_mode(service, kb_name: str, questions: list[dict], mode: str, progress
 def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
     """Questions asked without their document: the answer is (almost always) not in the library."""
     confidences = [d["confidence"] for d in details]
-    return {"questions": len(details),
-            "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
-            "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0}
+    return {
+        "questions": len(details),
+        "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
+        "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0,
+    }
 
 
 def _percentile(sorted_values: Sequence[float], pct: float) -> float:
@@ -188,17 +236,24 @@ def ingest_speed(results: Sequence[IngestResult]) -> dict[str, float]:
         seconds = sum(r.seconds for r in group)
         return round(sum(r.pages for r in group) / seconds, 3) if seconds else 0.0
 
-    return {"seconds": round(sum(r.seconds for r in results), 2), "native_pages_per_s": rate(native),
-            "scanned_pages_per_s": rate(scanned)}
+    return {
+        "seconds": round(sum(r.seconds for r in results), 2),
+        "native_pages_per_s": rate(native),
+        "scanned_pages_per_s": rate(scanned),
+    }
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = [f"questions {report.get('questions')}  docs {report.get('docs')}  pages {report.get('pages')}  "
-             f"chunks {report.get('chunks')}"]
+    lines = [
+        f"questions {report.get('questions')}  docs {report.get('docs')}  pages {report.get('pages')}  "
+        f"chunks {report.get('chunks')}"
+    ]
     if report.get("ingest"):
         i = report["ingest"]
-        lines.append(f"ingest {i['seconds']} s  native {i['native_pages_per_s']} pages/s  "
-                     f"scanned {i['scanned_pages_per_s']} pages/s")
+        lines.append(
+            f"ingest {i['seconds']} s  native {i['native_pages_per_s']} pages/s  "
+            f"scanned {i['scanned_pages_per_s']} pages/s"
+        )
     columns = ["hit@1", "hit@5", "page_mrr@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
     lines.append(f"{'mode':8} {'subset':8} " + " ".join(f"{c:>13}" for c in columns) + "   p50 ms   p95 ms  top5 chars")
     for mode, data in report.get("modes", {}).items():
@@ -206,17 +261,24 @@ def format_report(report: dict[str, Any]) -> str:
             values = data.get(subset) or {}
             if not values:
                 continue
-            tail = (f"  {data['latency_ms']['p50']:7.1f}  {data['latency_ms']['p95']:7.1f}  {data['top5_chars']:10.0f}"
-                    if subset == "all" else "")
+            tail = (
+                f"  {data['latency_ms']['p50']:7.1f}  {data['latency_ms']['p95']:7.1f}  {data['top5_chars']:10.0f}"
+                if subset == "all"
+                else ""
+            )
             lines.append(f"{mode:8} {subset:8} " + " ".join(f"{values.get(c, 0):13.3f}" for c in columns) + tail)
     missing = report.get("unanswerable")
     if missing:
-        lines.append(f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
-                     f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}")
+        lines.append(
+            f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
+            f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}"
+        )
     calibration = report.get("calibration")
     if calibration:
-        lines.append(f"calibration ECE {calibration['ece']}: " + ", ".join(
-            f"{b['confidence']:.2f}->{b['accuracy']:.2f} (n={b['n']})" for b in calibration["bins"]))
+        lines.append(
+            f"calibration ECE {calibration['ece']}: "
+            + ", ".join(f"{b['confidence']:.2f}->{b['accuracy']:.2f} (n={b['n']})" for b in calibration["bins"])
+        )
     return "\n".join(lines)
 
 
@@ -230,21 +292,27 @@ def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: 
         if not details:
             raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
         details = details + all_details.get(f"{mode}-unanswerable", [])
-        per_report[Path(path).name] = ([_features_of(d) for d in details],
-                                       [d["metrics"]["answer_hit@5"] > 0 for d in details])
+        per_report[Path(path).name] = (
+            [_features_of(d) for d in details],
+            [d["metrics"]["answer_hit@5"] > 0 for d in details],
+        )
     rows = [r for features_, _ in per_report.values() for r in features_]
     labels = [label for _, labels_ in per_report.values() for label in labels_]
     model = fit_calibration(rows, labels)
-    model["fitted_on"] = {"questions": len(rows), "mode": mode, "label": "answer_hit@5",
-                          "reports": list(per_report)}
+    model["fitted_on"] = {"questions": len(rows), "mode": mode, "label": "answer_hit@5", "reports": list(per_report)}
     target.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
     load_calibration.cache_clear()
 
     def check(features_: list[dict], labels_: list[bool]) -> dict:
         return reliability([confidence_from_features(r, model) for r in features_], labels_)
+
     # One fit for every language pair: the error is reported per report (per set and direction) too.
-    return {"questions": len(rows), "path": str(target), "reliability": check(rows, labels),
-            "per_report": {name: check(*data) for name, data in per_report.items()}}
+    return {
+        "questions": len(rows),
+        "path": str(target),
+        "reliability": check(rows, labels),
+        "per_report": {name: check(*data) for name, data in per_report.items()},
+    }
 
 
 def _features_of(detail: dict) -> dict[str, float]:
@@ -270,8 +338,7 @@ def probe_sentence(text: str) -> str:
     return best[:200]
 
 
-def selftest(service, kb_name: str, samples: int = 50,
-             progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
+def selftest(service, kb_name: str, samples: int = 50, progress: Optional[ProgressCallback] = None) -> dict[str, Any]:
     chunks = [c for c in service.indexed_chunks(kb_name) if len(c.content) >= 30]
     if not chunks:
         raise DocLensError(f"knowledge base '{kb_name.strip()}' has no chunks to test: upload PDFs first")
@@ -280,19 +347,26 @@ def selftest(service, kb_name: str, samples: int = 50,
     page_hits = {1: 0, 5: 0}
     for index, chunk in enumerate(picked, 1):
         if progress is not None:  # 20+ s on a busy machine: say how far along it is
-            progress(ProgressEvent("search", file="self-test", file_index=1, file_count=1, current=index,
-                                   total=len(picked)))
+            progress(
+                ProgressEvent("search", file="self-test", file_index=1, file_count=1, current=index, total=len(picked))
+            )
         result = service.search(kb_name, probe_sentence(chunk.content), mode=SearchMode.RERANK, top=5)
         for k in (1, 5):
             top = result.sources[:k]
             chunk_hits[k] += any(s.chunk_id == chunk.id for s in top)
             page_hits[k] += any(s.doc_id == chunk.doc_id and s.page <= chunk.page <= s.page_end for s in top)
     n = len(picked)
-    return {"samples": n, "chunk_top1": round(chunk_hits[1] / n, 3), "chunk_top5": round(chunk_hits[5] / n, 3),
-            "page_top1": round(page_hits[1] / n, 3), "page_top5": round(page_hits[5] / n, 3)}
+    return {
+        "samples": n,
+        "chunk_top1": round(chunk_hits[1] / n, 3),
+        "chunk_top5": round(chunk_hits[5] / n, 3),
+        "page_top1": round(page_hits[1] / n, 3),
+        "page_top5": round(page_hits[5] / n, 3),
+    }
 
 
 # -- ingest benchmark --------------------------------------------------------------------------
+
 
 def benchmark_ingest(service, paths: Sequence[Path]) -> dict[str, Any]:
     """Ingest into a throwaway knowledge base and report pages/s and peak memory."""
@@ -305,7 +379,13 @@ def benchmark_ingest(service, paths: Sequence[Path]) -> dict[str, Any]:
     finally:
         service.delete_kb(name)
     speed = ingest_speed(results)
-    return {"files": len(results), "failed": sum(not r.ok for r in results),
-            "pages": sum(r.pages for r in results), "ocr_pages": sum(r.ocr_pages for r in results),
-            "chunks": sum(r.chunks for r in results), "wall_seconds": round(wall, 2), **speed,
-            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)}
+    return {
+        "files": len(results),
+        "failed": sum(not r.ok for r in results),
+        "pages": sum(r.pages for r in results),
+        "ocr_pages": sum(r.ocr_pages for r in results),
+        "chunks": sum(r.chunks for r in results),
+        "wall_seconds": round(wall, 2),
+        **speed,
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }

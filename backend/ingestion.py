@@ -36,6 +36,7 @@ __all__ = ["Ingestor", "UploadItem", "collect_uploads", "file_sha256"]  # the up
 @dataclass
 class _Job:
     """One document in flight: what to undo if it does not finish."""
+
     kb: OpenKB
     item: UploadItem
     doc_id: str
@@ -62,19 +63,24 @@ class Ingestor:
         self.settings = settings
         self.embedder = embedder
 
-    def run(self, kb: OpenKB, items: list[UploadItem], progress: Optional[ProgressCallback] = None,
-            cancel: Optional[threading.Event] = None) -> list[IngestResult]:
+    def run(
+        self,
+        kb: OpenKB,
+        items: list[UploadItem],
+        progress: Optional[ProgressCallback] = None,
+        cancel: Optional[threading.Event] = None,
+    ) -> list[IngestResult]:
         results = []
         ahead = ReadAhead(items, self.settings, cancel)
         try:
             for index, item in enumerate(items, 1):
                 if kb.deleted.is_set():  # the rest is not started: nothing of it may be written
-                    results.append(IngestResult(item.name, "failed", error=f"{item.name}: not added: "
-                                                + kb_deleted_message(kb)))
+                    results.append(
+                        IngestResult(item.name, "failed", error=f"{item.name}: not added: " + kb_deleted_message(kb))
+                    )
                     continue
                 if cancel is not None and cancel.is_set():
-                    results.append(IngestResult(item.name, "cancelled",
-                                                error=f"{item.name}: cancelled before start"))
+                    results.append(IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start"))
                     continue
                 report = _reporter(progress, item.name, index, len(items))
                 report("file", message=f"file {index} of {len(items)}")
@@ -110,16 +116,23 @@ class Ingestor:
             if reader is not None:
                 reader.stop()  # a duplicate or a failure leaves it unread
 
-    def _ingest_read(self, kb: OpenKB, item: UploadItem, report, cancel, ahead: ReadAhead,
-                     reader: Optional[PageReader]) -> IngestResult:
+    def _ingest_read(
+        self, kb: OpenKB, item: UploadItem, report, cancel, ahead: ReadAhead, reader: Optional[PageReader]
+    ) -> IngestResult:
         check_readable(item)
         sha = reader.sha if reader is not None else file_sha256(item.path)
         duplicate = kb.registry.document_by_sha(sha)
         if duplicate is not None:
             same = "" if duplicate.file == item.name else f" as {duplicate.file}"
-            return IngestResult(item.name, "duplicate", pages=duplicate.pages, ocr_pages=duplicate.ocr_pages,
-                                chunks=duplicate.chunks, figures=duplicate.figures,
-                                error=f"{item.name}: the same content is already indexed{same}; skipped")
+            return IngestResult(
+                item.name,
+                "duplicate",
+                pages=duplicate.pages,
+                ocr_pages=duplicate.ocr_pages,
+                chunks=duplicate.chunks,
+                figures=duplicate.figures,
+                error=f"{item.name}: the same content is already indexed{same}; skipped",
+            )
         # A file read ahead already has its digest and page count: no need to read or open it again.
         page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         previous = kb.registry.document_by_file(item.name)
@@ -127,8 +140,11 @@ class Ingestor:
         kb.begin_document(job.doc_id, item.name, sha)
         try:
             kb.keep_original(job.doc_id, item.path)
-            pages = reader.pages() if reader is not None else iter_pages(
-                item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
+            pages = (
+                reader.pages()
+                if reader is not None
+                else iter_pages(item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
+            )
             chunks = self._parse_and_chunk(job, page_count, pages)
             ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
             self._embed_and_store(job, chunks)
@@ -139,16 +155,27 @@ class Ingestor:
         replaced = previous if previous is not None and previous.doc_id != job.doc_id else None
         if replaced is not None:
             kb.remove_document(replaced.doc_id)
-        return IngestResult(item.name, "indexed" if replaced is None else "replaced", pages=page_count,
-                            ocr_pages=sum(p.ocr for p in job.pages), chunks=len(chunks), figures=len(job.figures),
-                            empty_ocr_pages=job.empty_ocr_pages, error=_notes(job, replaced))
+        return IngestResult(
+            item.name,
+            "indexed" if replaced is None else "replaced",
+            pages=page_count,
+            ocr_pages=sum(p.ocr for p in job.pages),
+            chunks=len(chunks),
+            figures=len(job.figures),
+            empty_ocr_pages=job.empty_ocr_pages,
+            error=_notes(job, replaced),
+        )
 
     def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
         figure_dir = job.kb.figure_dir(job.doc_id)
         for parsed in pages:
             job.check_cancel()
-            job.report("ocr" if parsed.ocr else "parse", parsed.page, page_count,
-                       f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}")
+            job.report(
+                "ocr" if parsed.ocr else "parse",
+                parsed.page,
+                page_count,
+                f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}",
+            )
             job.pages.append(PageText(parsed.page, parsed.text, parsed.ocr))
             self._check_chunk_budget(job, parsed)
             if parsed.ocr and parsed.empty_ocr:
@@ -159,15 +186,25 @@ class Ingestor:
                 job.cut_pages.append(parsed.page)
             for figure in parsed.figures:
                 path = save_figure(figure, figure_dir)
-                job.figures.append(Figure(id=f"{job.doc_id}/{path.stem}", doc_id=job.doc_id, file=job.item.name,
-                                          page=parsed.page, path=str(path), caption=figure.caption or ""))
+                job.figures.append(
+                    Figure(
+                        id=f"{job.doc_id}/{path.stem}",
+                        doc_id=job.doc_id,
+                        file=job.item.name,
+                        page=parsed.page,
+                        path=str(path),
+                        caption=figure.caption or "",
+                    )
+                )
         job.check_cancel()
         chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
         if not chunks:
             raise DocLensError(_no_text_reason(job))
         if len(chunks) > self.settings.ingest.max_chunks:
-            raise DocumentError(f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
-                                f"({self.settings.ingest.max_chunks:,}); split the document")
+            raise DocumentError(
+                f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
+                f"({self.settings.ingest.max_chunks:,}); split the document"
+            )
         return chunks
 
     def _check_chunk_budget(self, job: _Job, parsed: ParsedPage) -> None:
@@ -176,8 +213,10 @@ class Ingestor:
         job.characters += len(parsed.text)
         ingest = self.settings.ingest
         if job.characters > ingest.max_chunks * ingest.chunk_size:
-            raise DocumentError(f"{job.item.name}: by page {parsed.page} the text fills more than "
-                                f"{ingest.max_chunks:,} chunks: more than ingest.max_chunks; split the document")
+            raise DocumentError(
+                f"{job.item.name}: by page {parsed.page} the text fills more than "
+                f"{ingest.max_chunks:,} chunks: more than ingest.max_chunks; split the document"
+            )
 
     def _embed_and_store(self, job: _Job, chunks: list[Chunk]) -> None:
         total = len(chunks)
@@ -189,14 +228,25 @@ class Ingestor:
 
         vectors = self.embedder.embed_passages([c.text for c in chunks], progress=on_batch)
         job.check_cancel()
-        rows = [ChunkRow(id=f"{job.doc_id}:{c.chunk_index}", doc_id=job.doc_id, filename=job.item.name,
-                         page=c.page, page_end=c.page_end, chunk_index=c.chunk_index, content=c.text, vector=v,
-                         lang=c.lang or text_language(c.text), kind=c.kind)
-                for c, v in zip(chunks, vectors)]
+        rows = [
+            ChunkRow(
+                id=f"{job.doc_id}:{c.chunk_index}",
+                doc_id=job.doc_id,
+                filename=job.item.name,
+                page=c.page,
+                page_end=c.page_end,
+                chunk_index=c.chunk_index,
+                content=c.text,
+                vector=v,
+                lang=c.lang or text_language(c.text),
+                kind=c.kind,
+            )
+            for c, v in zip(chunks, vectors)
+        ]
         batch = 256
         for start in range(0, total, batch):
             job.check_cancel()
-            job.kb.add_rows(rows[start:start + batch])
+            job.kb.add_rows(rows[start : start + batch])
             job.report("store", min(total, start + batch), total, f"storing {min(total, start + batch)} of {total}")
 
 
@@ -204,6 +254,7 @@ def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count
     def report(stage: str, current: int = 0, total: int = 0, message: str = "") -> None:
         if progress is not None:
             progress(ProgressEvent(stage, name, index, count, current, total, message))
+
     return report
 
 
@@ -211,14 +262,16 @@ def _naming(item: UploadItem, message: str) -> str:
     """Every failure line names the file, once, as the user knows it (not as the upload's temp file)."""
     own = f"{item.path.name}: "
     if item.path.name != item.name and message.startswith(own):
-        message = message[len(own):]
+        message = message[len(own) :]
     return message if item.name in message else f"{item.name}: {message}"
 
 
 def _no_text_reason(job: _Job) -> str:
     if job.unreadable_pages:
-        return (f"{job.item.name}: no text found (pdfium cannot load pages {_page_list(job.unreadable_pages)}: "
-                f"a damaged page tree)")
+        return (
+            f"{job.item.name}: no text found (pdfium cannot load pages {_page_list(job.unreadable_pages)}: "
+            f"a damaged page tree)"
+        )
     if job.empty_ocr_pages:
         return f"{job.item.name}: no text found (OCR found nothing on pages {_page_list(job.empty_ocr_pages)})"
     return f"{job.item.name}: no text found in the document"
@@ -233,11 +286,15 @@ def _notes(job: _Job, replaced: Optional[DocumentInfo]) -> Optional[str]:
     if job.empty_ocr_pages:
         notes.append(f"OCR found no text on page(s) {_page_list(job.empty_ocr_pages)}")
     if job.unreadable_pages:
-        notes.append(f"page(s) {_page_list(job.unreadable_pages)} could not be read (pdfium cannot load them: "
-                     f"a damaged page tree)")
+        notes.append(
+            f"page(s) {_page_list(job.unreadable_pages)} could not be read (pdfium cannot load them: "
+            f"a damaged page tree)"
+        )
     if job.cut_pages:
-        notes.append(f"page(s) {_page_list(job.cut_pages)}: a text string over {PDFIUM_STRING_LIMIT:,} characters "
-                     f"was cut by pdfium, the rest of it is missing")
+        notes.append(
+            f"page(s) {_page_list(job.cut_pages)}: a text string over {PDFIUM_STRING_LIMIT:,} characters "
+            f"was cut by pdfium, the rest of it is missing"
+        )
     if not notes:
         return None
     skipped = job.empty_ocr_pages or job.unreadable_pages

@@ -25,8 +25,9 @@ class PageReader:
 
     _END = object()
 
-    def __init__(self, item: UploadItem, sha: str, page_count: int, settings: Settings,
-                 cancel: Optional[threading.Event]) -> None:
+    def __init__(
+        self, item: UploadItem, sha: str, page_count: int, settings: Settings, cancel: Optional[threading.Event]
+    ) -> None:
         self.item = item
         self.sha = sha
         self.page_count = page_count

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 @dataclass
 class OpenKB:
     """A knowledge base ready for work: its names, its collection info, its registry and its documents."""
+
     name: str
     collection: str
     folder: Path
@@ -84,16 +85,24 @@ class OpenKB:
     def add_rows(self, rows: Sequence[ChunkRow]) -> None:
         self.store.insert(self.collection, list(rows))
 
-    def complete_document(self, doc_id: str, pages: Sequence[PageText], figures: Sequence[Figure], chunks: int,
-                          page_count: int, check: Callable[[], None]) -> None:
+    def complete_document(
+        self,
+        doc_id: str,
+        pages: Sequence[PageText],
+        figures: Sequence[Figure],
+        chunks: int,
+        page_count: int,
+        check: Callable[[], None],
+    ) -> None:
         """Its pages and figures are registered, then (``check`` passing: not cancelled, not deleted)
         it is marked complete, the one step that makes it visible."""
         self.registry.add_pages(doc_id, [(p.page, p.text, p.ocr) for p in pages])
         for figure in figures:
             self.registry.add_figure(figure)
         check()
-        self.registry.mark_complete(doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in pages),
-                                    chunks=chunks, figures=len(figures))
+        self.registry.mark_complete(
+            doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in pages), chunks=chunks, figures=len(figures)
+        )
 
     def remove_document(self, doc_id: str) -> None:
         """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.
@@ -116,6 +125,7 @@ def kb_deleted_message(kb: OpenKB) -> str:
 @dataclass
 class _Use:
     """Shared by everyone holding one knowledge base open: its writer lock and its deleted flag."""
+
     writer: threading.Lock = field(default_factory=threading.Lock)
     deleted: threading.Event = field(default_factory=threading.Event)
 
@@ -171,8 +181,16 @@ class KnowledgeBases:
                 documents, chunks = self.registry(info.name).totals()
             except KnowledgeBaseDeleted:
                 continue  # deleted while listing
-            kbs.append(KnowledgeBase(name=name, collection=info.name, documents=documents, chunks=chunks,
-                                     embedding_model=info.embedding_model, dim=info.dim))
+            kbs.append(
+                KnowledgeBase(
+                    name=name,
+                    collection=info.name,
+                    documents=documents,
+                    chunks=chunks,
+                    embedding_model=info.embedding_model,
+                    dim=info.dim,
+                )
+            )
         return sorted(kbs, key=lambda kb: kb.name.casefold())
 
     def open(self, name: str, check_model: bool = True) -> OpenKB:
@@ -195,7 +213,8 @@ class KnowledgeBases:
                 f"knowledge base '{name}' was built with embedding model {info.embedding_model} ({info.dim} dims) "
                 f"but {model} ({dim} dims) is configured: set embedding.model to {info.embedding_model} "
                 f"(or DOCLENS_EMBEDDING_MODEL) to use it, or create a new knowledge base and upload the "
-                f"documents again")
+                f"documents again"
+            )
 
     def recover(self) -> None:
         """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
@@ -203,8 +222,11 @@ class KnowledgeBases:
             pending = self.registry(listed.collection).pending_ids()
             if not pending:
                 continue
-            log.warning("knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
-                        listed.name, len(pending))
+            log.warning(
+                "knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
+                listed.name,
+                len(pending),
+            )
             kb = self.open(listed.name, check_model=False)
             for doc_id in pending:
                 kb.remove_document(doc_id)

@@ -26,13 +26,19 @@ from backend.text import CJK
 
 log = logging.getLogger(__name__)
 
-_FONTS = {"en": ("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", None),
-          "zh": ("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", 0)}
+_FONTS = {
+    "en": ("/usr/share/fonts/truetype/dejavu/DejaVuSerif.ttf", None),
+    "zh": ("/usr/share/fonts/truetype/wqy/wqy-microhei.ttc", 0),
+}
 # (columns, figure band between the columns?, abstract?, a figure inside a column?)
 LAYOUTS = ((2, True, True, False), (3, True, False, True), (2, False, False, True), (3, False, True, False))
 # distinct titles: one repeated on every page would be dropped as a running header
-_TITLES_EN = ("Reading order across two columns", "Three narrow columns and a wide chart",
-              "Columns with a figure inside", "An abstract above three columns")
+_TITLES_EN = (
+    "Reading order across two columns",
+    "Three narrow columns and a wide chart",
+    "Columns with a figure inside",
+    "An abstract above three columns",
+)
 _TITLES_ZH = ("双栏排版的阅读顺序", "三栏排版与整页宽图表", "栏内插图与图注", "摘要在上方的三栏排版")
 _MARGIN = 54.0
 _GAP = 18.0
@@ -48,11 +54,13 @@ class BenchPage:
 @dataclass
 class _Canvas:
     """A page being drawn plus the texts placed on it in reading order."""
+
     canvas: Any
     placed: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------------------ source text
+
 
 def source_paragraphs(docs: Path, lang: str, limit: int = 200) -> list[str]:
     """Paragraphs of the bench documents' own text (their running title and page numbers left out)."""
@@ -77,14 +85,18 @@ def _paragraphs_of(lines: Sequence[str], lang: str) -> list[str]:
     joined = ("" if lang == "zh" else " ").join(ln.strip() for ln in lines if ln.strip())
     sentences = re.findall(r"[^。！？]+[。！？]" if lang == "zh" else r"[^.!?]+[.!?]+(?:\s|$)", joined)
     step = 3 if lang == "zh" else 4
-    return [("" if lang == "zh" else " ").join(s.strip() for s in sentences[i:i + step])
-            for i in range(0, len(sentences) - step + 1, step)]
+    return [
+        ("" if lang == "zh" else " ").join(s.strip() for s in sentences[i : i + step])
+        for i in range(0, len(sentences) - step + 1, step)
+    ]
 
 
 # ---------------------------------------------------------------------------------------- layout
 
-def write_bench_pdf(path: Path, paragraphs: Sequence[str], lang: str, layouts=LAYOUTS,
-                    seed: int = 7, gap: float = _GAP) -> list[BenchPage]:
+
+def write_bench_pdf(
+    path: Path, paragraphs: Sequence[str], lang: str, layouts=LAYOUTS, seed: int = 7, gap: float = _GAP
+) -> list[BenchPage]:
     """One page per layout, filled from ``paragraphs`` in order; returns each page's true text. ``gap``:
     the whitespace between columns, in points."""
     from reportlab.lib.pagesizes import A4
@@ -120,15 +132,26 @@ def _styles(font: str, lang: str) -> dict[str, Any]:
     from reportlab.lib.styles import ParagraphStyle
 
     cjk = "CJK" if lang == "zh" else None
-    body = ParagraphStyle("body", fontName=font, fontSize=9.5, leading=12.5, alignment=TA_JUSTIFY,
-                          spaceAfter=5, wordWrap=cjk)
-    return {"body": body,
-            "title": ParagraphStyle("title", parent=body, fontSize=17, leading=21, spaceAfter=0, alignment=1),
-            "caption": ParagraphStyle("caption", parent=body, fontSize=8.5, leading=11, spaceAfter=0)}
+    body = ParagraphStyle(
+        "body", fontName=font, fontSize=9.5, leading=12.5, alignment=TA_JUSTIFY, spaceAfter=5, wordWrap=cjk
+    )
+    return {
+        "body": body,
+        "title": ParagraphStyle("title", parent=body, fontSize=17, leading=21, spaceAfter=0, alignment=1),
+        "caption": ParagraphStyle("caption", parent=body, fontSize=8.5, leading=11, spaceAfter=0),
+    }
 
 
-def _draw_page(page: _Canvas, story: list[str], layout: tuple, font: str, lang: str, rng: random.Random,
-               number: int, gap: float = _GAP) -> None:
+def _draw_page(
+    page: _Canvas,
+    story: list[str],
+    layout: tuple,
+    font: str,
+    lang: str,
+    rng: random.Random,
+    number: int,
+    gap: float = _GAP,
+) -> None:
     from reportlab.lib.pagesizes import A4
 
     columns, figure_band, abstract, column_figure = layout
@@ -161,26 +184,49 @@ def _full_width(page: _Canvas, items: Iterable[tuple[str, Any]], top: float, wid
     return top
 
 
-def _full_width_figure(page: _Canvas, middle: float, width: float, styles: dict, rng: random.Random,
-                       number: int, lang: str) -> None:
+def _full_width_figure(
+    page: _Canvas, middle: float, width: float, styles: dict, rng: random.Random, number: int, lang: str
+) -> None:
     from reportlab.lib.utils import ImageReader
 
     box_width = width - 2 * _MARGIN
     page.canvas.drawImage(ImageReader(_chart(rng, 900, 220)), _MARGIN, middle + 30, box_width, 110)
-    caption = (f"图{number}：各栏之间的整页宽图表，图注位于图下方。" if lang == "zh"
-               else f"Figure {number}: a chart as wide as the page, with its caption under it.")
+    caption = (
+        f"图{number}：各栏之间的整页宽图表，图注位于图下方。"
+        if lang == "zh"
+        else f"Figure {number}: a chart as wide as the page, with its caption under it."
+    )
     _full_width(page, [(caption, styles["caption"])], middle + 24, width)
 
 
-def _columns(page: _Canvas, story: list[str], columns: int, top: float, bottom: float, width: float,
-             styles: dict, rng: random.Random, column_figure: bool, gap: float = _GAP) -> None:
+def _columns(
+    page: _Canvas,
+    story: list[str],
+    columns: int,
+    top: float,
+    bottom: float,
+    width: float,
+    styles: dict,
+    rng: random.Random,
+    column_figure: bool,
+    gap: float = _GAP,
+) -> None:
     """Flow ``story`` through the columns between ``top`` and ``bottom`` (consumed paragraphs removed)."""
     from reportlab.platypus import Frame
 
     column_width = (width - 2 * _MARGIN - (columns - 1) * gap) / columns
     for i in range(columns):
-        frame = Frame(_MARGIN + i * (column_width + gap), bottom, column_width, top - bottom,
-                      leftPadding=0, rightPadding=0, topPadding=0, bottomPadding=0, showBoundary=0)
+        frame = Frame(
+            _MARGIN + i * (column_width + gap),
+            bottom,
+            column_width,
+            top - bottom,
+            leftPadding=0,
+            rightPadding=0,
+            topPadding=0,
+            bottomPadding=0,
+            showBoundary=0,
+        )
         if column_figure and i == 1:
             _column_figure(page, frame, styles, rng)
         _fill_frame(page, frame, story, styles["body"])
@@ -191,7 +237,9 @@ def _column_figure(page: _Canvas, frame: Any, styles: dict, rng: random.Random) 
     from reportlab.platypus import Paragraph
 
     lang_zh = styles["body"].wordWrap == "CJK"
-    caption = "图A：栏内的小图，图注紧跟其后。" if lang_zh else "Figure A: a small chart inside a column, caption below."
+    caption = (
+        "图A：栏内的小图，图注紧跟其后。" if lang_zh else "Figure A: a small chart inside a column, caption below."
+    )
     png = io.BytesIO()
     _chart(rng, 400, 260).save(png, format="PNG")
     png.seek(0)
@@ -252,6 +300,7 @@ def _escape(text: str) -> str:
 
 # ---------------------------------------------------------------------------------------- metric
 
+
 def normalise(text: str) -> str:
     """One space between words, none next to CJK characters (those are written without spaces)."""
     text = re.sub(r"\s+", " ", text).strip()
@@ -281,14 +330,16 @@ def scan_copy(pdf_path: Path, out_path: Path, dpi: int = 200) -> Path:
 
 # ------------------------------------------------------------------------------------------- run
 
+
 def default_sources() -> dict[str, Path]:
     """The dev sets' documents beside the checkout (../shared/bench/dev-{en,zh}/docs)."""
     shared = Path(__file__).resolve().parent.parent.parent / "shared" / "bench"
     return {lang: shared / f"dev-{lang}" / "docs" for lang in ("en", "zh")}
 
 
-def run_layout_bench(settings, docs: Optional[dict[str, Path]] = None, scanned: bool = True,
-                     workdir: Optional[Path] = None) -> dict[str, Any]:
+def run_layout_bench(
+    settings, docs: Optional[dict[str, Path]] = None, scanned: bool = True, workdir: Optional[Path] = None
+) -> dict[str, Any]:
     """Per-page similarity, native and scanned, for each language whose bench documents are given."""
     from backend.documents.pdf import parse_pdf
 
@@ -299,16 +350,24 @@ def run_layout_bench(settings, docs: Optional[dict[str, Path]] = None, scanned: 
         for lang, source in docs.items():
             pdf_path = folder / f"layout_{lang}.pdf"
             pages = write_bench_pdf(pdf_path, source_paragraphs(source, lang), lang)
-            variants = [("native", pdf_path)] + ([("scanned", scan_copy(pdf_path, folder / f"scan_{lang}.pdf"))]
-                                                 if scanned else [])
+            variants = [("native", pdf_path)] + (
+                [("scanned", scan_copy(pdf_path, folder / f"scan_{lang}.pdf"))] if scanned else []
+            )
             for kind, path in variants:
                 started = time.perf_counter()
                 parsed = parse_pdf(path, settings)
                 seconds = (time.perf_counter() - started) / max(1, len(parsed))
                 for bench_page, page in zip(pages, parsed):
-                    rows.append({"lang": lang, "kind": kind, "page": page.page, "columns": bench_page.columns,
-                                 "similarity": round(similarity(page.text, bench_page.truth), 4),
-                                 "seconds_per_page": round(seconds, 3)})
+                    rows.append(
+                        {
+                            "lang": lang,
+                            "kind": kind,
+                            "page": page.page,
+                            "columns": bench_page.columns,
+                            "similarity": round(similarity(page.text, bench_page.truth), 4),
+                            "seconds_per_page": round(seconds, 3),
+                        }
+                    )
     return {"rows": rows, **_summary(rows)}
 
 
@@ -324,9 +383,14 @@ def _summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def format_report(report: dict[str, Any]) -> str:
     """The per-page rows as a table (layout bench), then the figures, one a line."""
-    lines = [f"{'lang':5} {'kind':8} {'page':>4} {'cols':>4} {'similarity':>10} {'s/page':>7}"] if "rows" in report else []
-    lines += [f"{r['lang']:5} {r['kind']:8} {r['page']:>4} {r['columns']:>4} {r['similarity']:>10.4f} "
-              f"{r['seconds_per_page']:>7.3f}" for r in report.get("rows", [])]
+    lines = (
+        [f"{'lang':5} {'kind':8} {'page':>4} {'cols':>4} {'similarity':>10} {'s/page':>7}"] if "rows" in report else []
+    )
+    lines += [
+        f"{r['lang']:5} {r['kind']:8} {r['page']:>4} {r['columns']:>4} {r['similarity']:>10.4f} "
+        f"{r['seconds_per_page']:>7.3f}"
+        for r in report.get("rows", [])
+    ]
     for key, value in report.items():
         if key != "rows":
             lines += [f"{key:24} {v}" for v in value] if isinstance(value, list) else [f"{key:24} {value}"]
@@ -334,6 +398,7 @@ def format_report(report: dict[str, Any]) -> str:
 
 
 # ------------------------------------------------------------------------------ corpus ingest check
+
 
 def ingest_corpus(settings, paths: Sequence[Path]) -> dict[str, Any]:
     """Ingest every PDF under ``paths`` into a throwaway knowledge base: each one indexes or fails with
@@ -350,6 +415,11 @@ def ingest_corpus(settings, paths: Sequence[Path]) -> dict[str, Any]:
             service.delete_kb(name)
     unexpected = [r for r in results if not r.ok and "unexpected" in (r.error or "")]
     failed = [r for r in results if not r.ok and r not in unexpected]
-    return {"files": len(results), "indexed": sum(r.ok for r in results), "failed_named": len(failed),
-            "unexpected": len(unexpected), "pages": sum(r.pages for r in results),
-            "failures": [r.error or r.file for r in failed + unexpected]}
+    return {
+        "files": len(results),
+        "indexed": sum(r.ok for r in results),
+        "failed_named": len(failed),
+        "unexpected": len(unexpected),
+        "pages": sum(r.pages for r in results),
+        "failures": [r.error or r.file for r in failed + unexpected],
+    }

@@ -71,14 +71,18 @@ def image_data_url(image_bytes: bytes, mime: str) -> str:
 
 def image_message(text: str, image_bytes: bytes, mime: str) -> dict[str, Any]:
     """A user message with a text part and an image part (the OpenAI vision format)."""
-    return {"role": "user", "content": [
-        {"type": "text", "text": text},
-        {"type": "image_url", "image_url": {"url": image_data_url(image_bytes, mime)}},
-    ]}
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": image_data_url(image_bytes, mime)}},
+        ],
+    }
 
 
 def tiny_png(size: int = 8) -> bytes:
     """A small solid red PNG, built with the standard library, for probing vision endpoints."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
@@ -93,6 +97,7 @@ def tiny_png(size: int = 8) -> bytes:
 @dataclass
 class _StreamState:
     """What one streamed attempt delivered."""
+
     char_limit: int
     timeout: float
     started_at: float = 0.0
@@ -118,8 +123,15 @@ class LLMClient:
         self.settings = settings
         llm = settings.llm
         api_key = llm.api_key.get_secret_value() if llm.api_key else ""
-        self.endpoint = Endpoint(llm.base_url, api_key, timeout=llm.timeout, qps=llm.qps,
-                                 max_retries=llm.max_retries, error=LLMStatusError, backoff_base=backoff_base)
+        self.endpoint = Endpoint(
+            llm.base_url,
+            api_key,
+            timeout=llm.timeout,
+            qps=llm.qps,
+            max_retries=llm.max_retries,
+            error=LLMStatusError,
+            backoff_base=backoff_base,
+        )
 
     # ------------------------------------------------------------ configuration
 
@@ -199,8 +211,7 @@ class LLMClient:
             endpoint.retry_or_raise(failure, attempt, may_retry=not state.started)
             attempt += 1
 
-    def vision(self, prompt: str, image_bytes: bytes, mime: str, *, system: Optional[str] = None,
-               **opts: Any) -> str:
+    def vision(self, prompt: str, image_bytes: bytes, mime: str, *, system: Optional[str] = None, **opts: Any) -> str:
         """Ask the vision model about one image (sent as a data URL with its MIME type)."""
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append(image_message(prompt, image_bytes, mime))
@@ -275,8 +286,9 @@ class LLMClient:
         elif not reason and state.finish_reason == "length":
             reason = f"it reached the {max_tokens}-token limit (llm.max_tokens)"
         if reason:
-            log.warning("Streamed reply from %s cut off after %d characters: %s", self.endpoint.where,
-                           state.chars, reason)
+            log.warning(
+                "Streamed reply from %s cut off after %d characters: %s", self.endpoint.where, state.chars, reason
+            )
             raise LLMCutOff(self.endpoint.where, reason)
 
 

@@ -25,6 +25,7 @@ class LLMClients:
 
     def server(self) -> LLMClient:
         from backend.llm import LLMClient
+
         with self._lock:
             if self._server is None:
                 self._server = LLMClient(self._settings)
@@ -39,6 +40,7 @@ class LLMClients:
         if profile is None:
             return self.server()
         from backend.llm import LLMClient
+
         secret = profile.api_key.get_secret_value() if profile.api_key else ""
         key = tuple(profile.model_dump(mode="json").items()) + (hashlib.sha256(secret.encode()).hexdigest(),)
         with self._lock:

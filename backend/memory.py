@@ -41,8 +41,7 @@ def bound_native_heap() -> bool:
     libc = _libc()
     if libc is None:
         return False
-    done = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(M_TRIM_THRESHOLD,
-                                                                                      MMAP_THRESHOLD))
+    done = bool(libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and bool(libc.mallopt(M_TRIM_THRESHOLD, MMAP_THRESHOLD))
     limit_malloc_arenas()
     log.debug("native heap bounded: %s", done)
     return done

@@ -57,8 +57,14 @@ def migrate(service: DocLens, progress: Optional[ProgressCallback] = None) -> li
         if result.complete:
             shutil.rmtree(folder)
         else:
-            log.warning("migration: %r: %d of %d documents indexed again; the rest stay in %s: %s", name,
-                        result.indexed, result.documents, folder, "; ".join(result.failures))
+            log.warning(
+                "migration: %r: %d of %d documents indexed again; the rest stay in %s: %s",
+                name,
+                result.indexed,
+                result.documents,
+                folder,
+                "; ".join(result.failures),
+            )
     old_store.finish(service.settings.data_dir)
     return results
 
@@ -73,8 +79,9 @@ def _migrate_kb(service: DocLens, name: str, folder: Path, progress: Optional[Pr
     present = [(d, path) for d, path in originals if path.is_file()]
     failures = list(missing)
     if present:
-        results = service.ingest(name, [p for _, p in present], progress=progress,
-                                 display_names=[d.file for d, _ in present])
+        results = service.ingest(
+            name, [p for _, p in present], progress=progress, display_names=[d.file for d, _ in present]
+        )
         failures += [r.error or f"{r.file}: {r.status}" for r in results if not r.ok]
     new = service.open_kb(name).registry
     back = {d.sha256 for d in new.documents(COMPLETE)}

@@ -41,7 +41,7 @@ def overall_fraction(plan: Sequence[str], build: str, done: float) -> float:
     if build not in plan:
         return 0.0
     total = sum(BUILD_WEIGHTS[b] for b in plan)
-    before = sum(BUILD_WEIGHTS[b] for b in plan[:plan.index(build)])
+    before = sum(BUILD_WEIGHTS[b] for b in plan[: plan.index(build)])
     return (1.0 - LOAD_SHARE) * (before + BUILD_WEIGHTS[build] * min(1.0, max(0.0, done))) / total
 
 
@@ -51,6 +51,7 @@ def _build_listener(plan: Sequence[str], listener: PreparationListener) -> Calla
             listener(f"{build}:{step}", overall_fraction(plan, build, done))
         elif plan and build == plan[-1]:  # the last build is done: what is left is loading its result
             listener(LOAD_STEP, 1.0 - LOAD_SHARE)
+
     return on_step
 
 
@@ -90,6 +91,7 @@ class ModelState:
         self._done.clear()
         self._listener = _build_listener(self.plan, self.on_step)
         from backend.embedding.builds import add_build_listener
+
         add_build_listener(self._listener)
         log.info("preparing the embedding model (the first start builds it once: a few minutes)")
         threading.Thread(target=self._report, name="doclens-model-progress", daemon=True).start()
@@ -104,6 +106,7 @@ class ModelState:
         self._done.set()
         if self._listener is not None:
             from backend.embedding.builds import remove_build_listener
+
             remove_build_listener(self._listener)
         if not error:
             log.info("embedding model ready after %.0f s", seconds)

@@ -29,12 +29,14 @@ def validate_name(name: str) -> str:
         raise KnowledgeBaseError("knowledge base name is empty")
     if len(clean) > MAX_NAME_CHARS:
         raise KnowledgeBaseError(
-            f"knowledge base name '{clean[:20]}…' is {len(clean)} characters; at most {MAX_NAME_CHARS} are allowed")
+            f"knowledge base name '{clean[:20]}…' is {len(clean)} characters; at most {MAX_NAME_CHARS} are allowed"
+        )
     if any(unicodedata.category(ch) in ("Cc", "Cf", "Cs") and ch not in "\u200d" for ch in clean):
         raise KnowledgeBaseError(f"knowledge base name {clean!r} contains control characters")
     if len(collection_name_unchecked(clean)) > MAX_COLLECTION_CHARS:
         raise KnowledgeBaseError(
-            f"knowledge base name '{clean}' is too long in bytes for a collection name; use fewer characters")
+            f"knowledge base name '{clean}' is too long in bytes for a collection name; use fewer characters"
+        )
     return clean
 
 
@@ -51,7 +53,7 @@ def display_name(collection: str) -> Optional[str]:
     """Collection name -> display name, or None when the collection is not one of ours."""
     if not collection.startswith(COLLECTION_PREFIX):
         return None
-    body = collection[len(COLLECTION_PREFIX):]
+    body = collection[len(COLLECTION_PREFIX) :]
     if not _HEX_BODY.match(body):
         return None
     try:

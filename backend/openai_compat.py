@@ -57,8 +57,10 @@ def scrub(text: str, *secrets: Optional[str]) -> str:
 
 def not_openai_message(base_url: str, setting: str = "llm.base_url") -> str:
     # Typically a base_url without its /v1 (or compatible-mode) path, answered by a web page.
-    return (f"the model endpoint {base_url} did not answer like an OpenAI-compatible API; check {setting} "
-            f"(it usually ends in /v1, e.g. http://localhost:11434/v1 for Ollama)")
+    return (
+        f"the model endpoint {base_url} did not answer like an OpenAI-compatible API; check {setting} "
+        f"(it usually ends in /v1, e.g. http://localhost:11434/v1 for Ollama)"
+    )
 
 
 # ---------------------------------------------------------------- Retry-After
@@ -112,8 +114,9 @@ def read_capped(response: httpx2.Response, max_bytes: int, deadline: float, time
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > max_bytes:
-                raise ReplyLimitExceeded(f"sent a reply larger than {max_bytes // 1024} KB "
-                                         f"(does it ignore max_tokens?)")
+                raise ReplyLimitExceeded(
+                    f"sent a reply larger than {max_bytes // 1024} KB (does it ignore max_tokens?)"
+                )
             if time.monotonic() > deadline:
                 raise ReplyLimitExceeded(f"took longer than {timeout:g} s to send its reply")
             parts.append(chunk)
@@ -168,9 +171,20 @@ class Endpoint:
     user sets its key; ``error`` builds the caller's exception from a message and an HTTP status.
     """
 
-    def __init__(self, base_url: str, api_key: str, *, timeout: float, qps: float, max_retries: int,
-                 error: ErrorFactory, what: str = "model endpoint", key_variable: str = "DOCLENS_LLM_API_KEY",
-                 qps_setting: str = "llm.qps", backoff_base: float = 0.5) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        timeout: float,
+        qps: float,
+        max_retries: int,
+        error: ErrorFactory,
+        what: str = "model endpoint",
+        key_variable: str = "DOCLENS_LLM_API_KEY",
+        qps_setting: str = "llm.qps",
+        backoff_base: float = 0.5,
+    ) -> None:
         self.base_url = base_url.strip().rstrip("/")
         self.timeout = timeout
         self.qps = qps
@@ -191,8 +205,12 @@ class Endpoint:
     def client(self) -> openai.OpenAI:
         with self._client_lock:
             if self._client is None:
-                self._client = openai.OpenAI(base_url=self.base_url, api_key=self._api_key or PLACEHOLDER_API_KEY,
-                                             timeout=self.timeout, max_retries=0)  # retries are ours
+                self._client = openai.OpenAI(
+                    base_url=self.base_url,
+                    api_key=self._api_key or PLACEHOLDER_API_KEY,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )  # retries are ours
             return self._client
 
     def close(self) -> None:
@@ -210,8 +228,14 @@ class Endpoint:
 
     # ------------------------------------------------------------ calls and retries
 
-    def call(self, send: Callable[[openai.OpenAI], T], *, model: str, timeout: Optional[float] = None,
-             success_now: bool = True) -> T:
+    def call(
+        self,
+        send: Callable[[openai.OpenAI], T],
+        *,
+        model: str,
+        timeout: Optional[float] = None,
+        success_now: bool = True,
+    ) -> T:
         """``send(client)`` with the endpoint's pacing and retry policy; its result, or the caller's error.
 
         ``success_now=False``: the caller reports the success itself (a stream succeeds once it has ended).
@@ -237,8 +261,13 @@ class Endpoint:
         if not may_retry or not failure.retryable or attempt >= self.max_retries:
             log.warning("Call to %s failed: %s", self.where, failure.message)
             raise self.error(failure.message, failure.status)
-        log.info("Call to %s failed (%s), retry %d/%d", self.where, failure.status or "no status",
-                    attempt + 1, self.max_retries)
+        log.info(
+            "Call to %s failed (%s), retry %d/%d",
+            self.where,
+            failure.status or "no status",
+            attempt + 1,
+            self.max_retries,
+        )
         delay = self._backoff(attempt) if failure.retry_after is None else failure.retry_after
         if failure.status == 429:
             # Small jitter on top so that many waiting users do not come back in the same instant;
@@ -251,12 +280,14 @@ class Endpoint:
         try:
             self.limiter.acquire(max_wait=max(2 * self.timeout, MAX_RETRY_AFTER_SECONDS))
         except SlotTooFar as exc:
-            raise self.error(f"{self.where} is busy: the next request slot is {exc.wait:.0f} s away "
-                             f"({self._qps_setting} is {self.qps:g})") from None
+            raise self.error(
+                f"{self.where} is busy: the next request slot is {exc.wait:.0f} s away "
+                f"({self._qps_setting} is {self.qps:g})"
+            ) from None
 
     def _backoff(self, attempt: int) -> float:
         """Exponential backoff with jitter: 50-100 % of base * 2^attempt, capped."""
-        ceiling = min(MAX_BACKOFF_SECONDS, self.backoff_base * (2 ** attempt))
+        ceiling = min(MAX_BACKOFF_SECONDS, self.backoff_base * (2**attempt))
         return ceiling * random.uniform(0.5, 1.0)
 
     # ------------------------------------------------------------ error mapping
@@ -271,8 +302,9 @@ class Endpoint:
         if isinstance(exc, openai.APIConnectionError):
             reason = _connection_reason(exc)
             # Nobody listens: fail at once. A dropped connection is worth another try.
-            return Failure(self.scrub(f"cannot reach {where} ({reason})"), None,
-                           retryable=reason != "connection refused")
+            return Failure(
+                self.scrub(f"cannot reach {where} ({reason})"), None, retryable=reason != "connection refused"
+            )
         if isinstance(exc, openai.APIStatusError):
             return self._describe_status(exc, model)
         # An error event inside a stream: the server had trouble, worth another try.
@@ -284,18 +316,24 @@ class Endpoint:
         detail = self.scrub(error_detail(exc))
         suffix = f": {detail}" if detail else ""
         if status in (401, 403):
-            return Failure(f"{where} refused the API key ({status}): check {self._key_variable}"
-                           f"{' — ' + detail if detail else ''}", status, retryable=False)
+            return Failure(
+                f"{where} refused the API key ({status}): check {self._key_variable}{' — ' + detail if detail else ''}",
+                status,
+                retryable=False,
+            )
         if status == 429:
             retry_after = retry_after_from_headers(exc.response.headers)
             if retry_after is not None:
                 retry_after = min(retry_after, MAX_RETRY_AFTER_SECONDS)
-            return Failure(f"{where} is rate limiting requests (429) after {retries} retries; lower "
-                           f"{self._qps_setting} or try again later", status, True, retry_after)
+            return Failure(
+                f"{where} is rate limiting requests (429) after {retries} retries; lower "
+                f"{self._qps_setting} or try again later",
+                status,
+                True,
+                retry_after,
+            )
         if status >= 500:
-            return Failure(f"{where} failed with HTTP {status} after {retries} retries{suffix}", status,
-                           retryable=True)
+            return Failure(f"{where} failed with HTTP {status} after {retries} retries{suffix}", status, retryable=True)
         if status == 404:
-            return Failure(f"{where} does not know model '{model}' or the path (404){suffix}", status,
-                           retryable=False)
+            return Failure(f"{where} does not know model '{model}' or the path (404){suffix}", status, retryable=False)
         return Failure(f"{where} rejected the request ({status}){suffix}", status, retryable=False)

@@ -34,8 +34,7 @@ class RateLimiter:
     the rate also doubles every ``recovery_seconds``, so later, unrelated requests find the configured rate.
     """
 
-    def __init__(self, qps: float, *, burst: float = 1.0,
-                 recovery_seconds: float = RECOVERY_DOUBLING_SECONDS) -> None:
+    def __init__(self, qps: float, *, burst: float = 1.0, recovery_seconds: float = RECOVERY_DOUBLING_SECONDS) -> None:
         if qps <= 0:
             raise ValueError("qps must be positive")
         self._lock = threading.Lock()
@@ -108,7 +107,7 @@ class RateLimiter:
             return
         if self._rate < self._configured:
             doublings = (now - self._recovered_at) / self._recovery_seconds
-            self._rate = min(self._configured, self._rate * 2.0 ** doublings)
+            self._rate = min(self._configured, self._rate * 2.0**doublings)
         self._recovered_at = now
 
 

@@ -87,11 +87,13 @@ class DocLens(QualityChecks):
         with self._embedder_lock:
             if self._embedder is None:
                 from backend.embedding import create_embedder  # heavy import: only when needed
+
                 self._embedder = create_embedder(self.settings)
             return self._embedder
 
     def prepare_models_in_background(self) -> threading.Thread:
         """Load (and on first use build) the embedding model while the app starts, not on the first click."""
+
         def prepare() -> None:
             self.model_state.started(self.settings)
             text.warm_up()
@@ -111,6 +113,7 @@ class DocLens(QualityChecks):
         """What a knowledge base records; known before the model is ready for bundled models, so creating
         one does not wait for a first start's build."""
         from backend.embedding.factory import known_signature
+
         known = None if self._embedder is not None else known_signature(self.settings)
         if known is not None:
             return known
@@ -194,9 +197,14 @@ class DocLens(QualityChecks):
 
     # -- ingestion ----------------------------------------------------------------------------
 
-    def ingest(self, kb_name: str, paths: Sequence[Path], progress: Optional[ProgressCallback] = None,
-               cancel: Optional[threading.Event] = None, display_names: Optional[Sequence[str]] = None
-               ) -> list[IngestResult]:
+    def ingest(
+        self,
+        kb_name: str,
+        paths: Sequence[Path],
+        progress: Optional[ProgressCallback] = None,
+        cancel: Optional[threading.Event] = None,
+        display_names: Optional[Sequence[str]] = None,
+    ) -> list[IngestResult]:
         """Add PDFs (files, or folders searched recursively) to a knowledge base, one result per file.
 
         ``display_names`` (same length as ``paths``) names uploaded temp files as the user's file names.
@@ -204,6 +212,7 @@ class DocLens(QualityChecks):
         and the files not yet started are reported as cancelled too. A failed file never stops the others.
         """
         from backend.ingestion import Ingestor, collect_uploads
+
         kb = self.open_kb(kb_name)
         items = collect_uploads(paths, display_names)
         if not items:
@@ -222,15 +231,30 @@ class DocLens(QualityChecks):
 
     # -- questions ----------------------------------------------------------------------------
 
-    def search(self, kb_name: str, question: str, doc: Optional[str] = None, mode: str = "rerank",
-               top: Optional[int] = None, exclude: Sequence[str] = ()) -> SearchResult:
+    def search(
+        self,
+        kb_name: str,
+        question: str,
+        doc: Optional[str] = None,
+        mode: str = "rerank",
+        top: Optional[int] = None,
+        exclude: Sequence[str] = (),
+    ) -> SearchResult:
         """Ranked sources (no LLM). ``doc``: a file name to search only that document; ``exclude``: file
         names to leave out (the evaluation uses it to ask questions whose answer is not in the library)."""
         kb = self.open_kb(kb_name)
         return self._search(kb, question, doc, mode, top, exclude)
 
-    def _search(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
-                exclude: Sequence[str] = (), said: Optional[str] = None) -> SearchResult:
+    def _search(
+        self,
+        kb: OpenKB,
+        question: str,
+        doc: Optional[str],
+        mode: str,
+        top: Optional[int],
+        exclude: Sequence[str] = (),
+        said: Optional[str] = None,
+    ) -> SearchResult:
         """``said``: for a model's rewrite of the question, what the user wrote (the question and the
         conversation); the rewrite is limited to a document only when the user named it there too."""
         try:
@@ -239,8 +263,16 @@ class DocLens(QualityChecks):
             self.kbs.check_exists(kb)  # "was deleted", not the store's "collection ... does not exist"
             raise
 
-    def _search_open(self, kb: OpenKB, question: str, doc: Optional[str], mode: str, top: Optional[int],
-                     exclude: Sequence[str], said: Optional[str] = None) -> SearchResult:
+    def _search_open(
+        self,
+        kb: OpenKB,
+        question: str,
+        doc: Optional[str],
+        mode: str,
+        top: Optional[int],
+        exclude: Sequence[str],
+        said: Optional[str] = None,
+    ) -> SearchResult:
         if not question or not question.strip():
             raise DocLensError("the question is empty")
         if kb.registry.totals()[0] == 0:
@@ -251,6 +283,7 @@ class DocLens(QualityChecks):
     @property
     def retriever(self):
         from backend.retrieval.search import Retriever
+
         with self._embedder_lock:
             retriever = self._retriever
         if retriever is None:
@@ -270,11 +303,18 @@ class DocLens(QualityChecks):
 
     def _translate(self, question: str) -> Optional[str]:
         from backend.retrieval.search import translation_prompt
+
         return self.llm.chat(translation_prompt(question), max_tokens=200, temperature=0.0)
 
-    def ask_stream(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
-                   doc: Optional[str] = None, figure_id: Optional[str] = None,
-                   llm_profile: Optional[LLMSettings] = None) -> Iterator[AnswerUpdate]:
+    def ask_stream(
+        self,
+        kb_name: str,
+        question: str,
+        history: Optional[list[dict[str, str]]] = None,
+        doc: Optional[str] = None,
+        figure_id: Optional[str] = None,
+        llm_profile: Optional[LLMSettings] = None,
+    ) -> Iterator[AnswerUpdate]:
         """Stream an answer: an ``AnswerUpdate`` per text delta as it arrives, then the last one, ``done``,
         with the final ``Answer``.
 
@@ -284,6 +324,7 @@ class DocLens(QualityChecks):
         ``llm_profile``: this caller's own model (see ``llm_for``); None: the server's.
         """
         from backend import asking
+
         kb = self.open_kb(kb_name)
         llm = self.llm_for(llm_profile)
         search = functools.partial(self._rerank_search, kb)
@@ -293,16 +334,24 @@ class DocLens(QualityChecks):
             return
         yield from asking.stream_answer(llm, self.settings, search, question, history, doc)
 
-    def _rerank_search(self, kb: OpenKB, question: str, doc: Optional[str], top: int,
-                       said: Optional[str] = None) -> SearchResult:
+    def _rerank_search(
+        self, kb: OpenKB, question: str, doc: Optional[str], top: int, said: Optional[str] = None
+    ) -> SearchResult:
         return self._search(kb, question, doc, "rerank", top, said=said)
 
-    def ask(self, kb_name: str, question: str, history: Optional[list[dict[str, str]]] = None,
-            doc: Optional[str] = None, figure_id: Optional[str] = None,
-            llm_profile: Optional[LLMSettings] = None) -> Answer:
+    def ask(
+        self,
+        kb_name: str,
+        question: str,
+        history: Optional[list[dict[str, str]]] = None,
+        doc: Optional[str] = None,
+        figure_id: Optional[str] = None,
+        llm_profile: Optional[LLMSettings] = None,
+    ) -> Answer:
         answer = None
-        for update in self.ask_stream(kb_name, question, history=history, doc=doc, figure_id=figure_id,
-                                      llm_profile=llm_profile):
+        for update in self.ask_stream(
+            kb_name, question, history=history, doc=doc, figure_id=figure_id, llm_profile=llm_profile
+        ):
             answer = update.answer or answer
         assert answer is not None
         return answer
@@ -310,12 +359,14 @@ class DocLens(QualityChecks):
     def summary(self, kb_name: str, file: str, refresh: bool = False) -> str:
         """A document's Markdown summary (LaTeX kept), generated once and cached; first passages without a model."""
         from backend.asking import document_summary
+
         kb = self.open_kb(kb_name, check_model=False)
         return document_summary(kb, self.store, self.llm, self.settings.llm_configured, file, refresh)
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
         from backend.documents.preview import ocr_line_reader, render_page
+
         kb = self.open_kb(kb_name, check_model=False)
         doc = kb.find_document(file)
         pdf = kb.original_pdf(doc.doc_id)

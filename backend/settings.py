@@ -162,8 +162,11 @@ class Settings(_Section):
 
     @property
     def model_cache_dir(self) -> Path:
-        return Path(self.embedding.cache_dir).expanduser().resolve() if self.embedding.cache_dir \
+        return (
+            Path(self.embedding.cache_dir).expanduser().resolve()
+            if self.embedding.cache_dir
             else self.data_dir / "models"
+        )
 
     @property
     def is_milvus_lite(self) -> bool:
@@ -198,8 +201,9 @@ _SECRET_KEYS = {f"{section}.{key}" for section, key in SECRET_ENV}
 _SECTIONS = {name for name, field in Settings.model_fields.items() if name != "data_dir"}
 
 
-def load_settings(config_path: Optional[os.PathLike | str] = None,
-                  environ: Optional[Mapping[str, str]] = None) -> Settings:
+def load_settings(
+    config_path: Optional[os.PathLike | str] = None, environ: Optional[Mapping[str, str]] = None
+) -> Settings:
     """Read config.yaml (or ``config_path``), apply the environment, validate, and return Settings."""
     env = os.environ if environ is None else environ
     path = Path(config_path) if config_path else DEFAULT_CONFIG_PATH
@@ -251,7 +255,8 @@ def _reject_secrets_in_file(raw: dict[str, Any], path: Path) -> None:
         if isinstance(block, dict) and block.get(key) not in (None, ""):
             raise SettingsError(
                 f"config file {path}: {section}.{key} is a secret; set it in the environment "
-                f"({names[0]}), never in a file")
+                f"({names[0]}), never in a file"
+            )
         if isinstance(block, dict):
             block.pop(key, None)
 
@@ -261,14 +266,14 @@ def _apply_env_overrides(raw: dict[str, Any], env: Mapping[str, str]) -> None:
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX) or name in secret_names:
             continue
-        rest = name[len(ENV_PREFIX):].lower()
+        rest = name[len(ENV_PREFIX) :].lower()
         if rest == "data_dir":
             raw["data_dir"] = value
             continue
         section = next((s for s in sorted(_SECTIONS, key=len, reverse=True) if rest.startswith(s + "_")), None)
         if section is None:
             continue  # not a settings variable (e.g. DOCLENS_AUTH handled as a secret)
-        key = rest[len(section) + 1:]
+        key = rest[len(section) + 1 :]
         block = raw.setdefault(section, {})
         if not isinstance(block, dict):
             raise SettingsError(f"config: {section} must be a mapping")

@@ -23,7 +23,7 @@ _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*")
 
 
 def text_language(text: str) -> str:
-    """"zh" when Chinese characters are at least as many as Latin words, "en" when there are Latin words
+    """ "zh" when Chinese characters are at least as many as Latin words, "en" when there are Latin words
     only or mostly, "" when the text has neither (numbers, formulas, empty)."""
     han = len(HAN_CHAR.findall(text))
     words = len(_LATIN_WORD.findall(text))
@@ -53,19 +53,23 @@ def join_words(left: str, right: str) -> str:
 
 # -- stop words and terms ----------------------------------------------------------------------------------
 
-ENGLISH_STOPWORDS = frozenset("""
+ENGLISH_STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 him his how i if in into is it its itself just me more most my no nor not of off on once only or other our out
 over own same she should so some such than that the their them then there these they this those through to too
 under until up very was we were what when where which while who whom why will with would you your yours
 called name named did does many much kind type one also used use known
-""".split())
-CHINESE_STOPWORDS = frozenset("""
+""".split()
+)
+CHINESE_STOPWORDS = frozenset(
+    """
 什么 哪些 哪个 哪里 哪儿 哪 多少 几 几个 几年 谁 为什么 为何 怎么 怎样 如何 是否 是 的 了 在 有 和 与 及 或 吗 呢 吧
 啊 被 把 对 于 以 而 之 其 这 那 这个 那个 这些 那些 一个 一种 什么样 哪一 哪种 哪家 哪位 多久 多长 多大 何时 何地
 何人 请问 请 问 称为 叫做 叫 称 名为 属于 由 从 到 为 将 也 都 就 还 又 所 得 地 着 过 给 让 向 会 能 可以 要
-""".split())
+""".split()
+)
 # Words that ask for something rather than name it: no help in finding the sentence that answers.
 REQUEST_WORDS = frozenset("whose yes please tell explain describe paper document 文中 文档 论文".split())
 # Two-character pieces of Chinese question words (为什么 -> 为什, 什么是 -> 么是, 是什), for terms cut in pairs.
@@ -94,6 +98,7 @@ def tokenizer() -> Any:
     with _jieba_lock:
         if _jieba is None:
             import jieba
+
             jieba.setLogLevel(logging.WARNING)  # jieba sets its own logger to DEBUG on import
             if _cache_dir is not None:
                 _cache_dir.mkdir(parents=True, exist_ok=True)
@@ -119,8 +124,9 @@ def searchable(text: str) -> str:
 
 
 @lru_cache(maxsize=4096)
-def query_terms(question: str, chinese: Literal["words", "pairs"] = "words",
-                drop: frozenset[str] = frozenset()) -> tuple[str, ...]:
+def query_terms(
+    question: str, chinese: Literal["words", "pairs"] = "words", drop: frozenset[str] = frozenset()
+) -> tuple[str, ...]:
     """Content words of a question: Chinese terms, English words of 2+ letters, numbers and formula tokens,
     without stop words (nor the words in ``drop``).
 
@@ -131,7 +137,7 @@ def query_terms(question: str, chinese: Literal["words", "pairs"] = "words",
     terms: list[str] = []
     for run in _HAN_RUN.findall(text):
         if chinese == "pairs":
-            pieces = [run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]
+            pieces = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
             terms += [p for p in pieces if p not in _CHINESE_STOP_PAIRS and p not in drop]
         else:
             terms += [w for w in tokenizer().lcut(run) if len(w) >= 2 and w not in CHINESE_STOPWORDS and w not in drop]
@@ -167,36 +173,130 @@ def query_entities(question: str) -> tuple[str, ...]:
 
 # -- math: LaTeX and Unicode math to one plain form, for keyword matching ----------------------------------
 
-_GREEK = dict(zip(
-    "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi omicron pi "
-    "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma "
-    "Upsilon Phi Psi Omega".split(),
-    "αβγδεεζηθθικλμνξοππρρσςτυφφχψωΓΔΘΛΞΠΣΥΦΨΩ"))
+_GREEK = dict(
+    zip(
+        "alpha beta gamma delta epsilon varepsilon zeta eta theta vartheta iota kappa lambda mu nu xi omicron pi "
+        "varpi rho varrho sigma varsigma tau upsilon phi varphi chi psi omega Gamma Delta Theta Lambda Xi Pi Sigma "
+        "Upsilon Phi Psi Omega".split(),
+        "αβγδεεζηθθικλμνξοππρρσςτυφφχψωΓΔΘΛΞΠΣΥΦΨΩ",
+    )
+)
 _SYMBOLS = {
-    "leq": "≤", "le": "≤", "leqslant": "≤", "geq": "≥", "ge": "≥", "geqslant": "≥", "neq": "≠", "ne": "≠",
-    "approx": "≈", "equiv": "≡", "sim": "~", "simeq": "≃", "propto": "∝", "pm": "±", "mp": "∓", "times": "×",
-    "cdot": "·", "ast": "*", "star": "*", "circ": "∘", "otimes": "⊗", "oplus": "⊕", "in": "∈", "notin": "∉",
-    "ni": "∋", "subset": "⊂", "subseteq": "⊆", "supset": "⊃", "supseteq": "⊇", "cup": "∪", "cap": "∩",
-    "setminus": "\\", "emptyset": "∅", "varnothing": "∅", "forall": "∀", "exists": "∃", "neg": "¬",
-    "wedge": "∧", "land": "∧", "vee": "∨", "lor": "∨", "to": "→", "rightarrow": "→", "longrightarrow": "→",
-    "mapsto": "↦", "leftarrow": "←", "Rightarrow": "⇒", "implies": "⇒", "Leftrightarrow": "⇔", "iff": "⇔",
-    "infty": "∞", "partial": "∂", "nabla": "∇", "sum": "∑", "prod": "∏", "int": "∫", "oint": "∮",
-    "sqrt": "√", "ell": "l", "hbar": "ℏ", "prime": "'", "cdots": "…", "ldots": "…", "dots": "…",
-    "vdots": "…", "ddots": "…", "mid": "|", "vert": "|", "Vert": "‖", "langle": "⟨", "rangle": "⟩",
-    "lbrace": "{", "rbrace": "}", "perp": "⊥", "parallel": "∥", "angle": "∠", "deg": "°",
+    "leq": "≤",
+    "le": "≤",
+    "leqslant": "≤",
+    "geq": "≥",
+    "ge": "≥",
+    "geqslant": "≥",
+    "neq": "≠",
+    "ne": "≠",
+    "approx": "≈",
+    "equiv": "≡",
+    "sim": "~",
+    "simeq": "≃",
+    "propto": "∝",
+    "pm": "±",
+    "mp": "∓",
+    "times": "×",
+    "cdot": "·",
+    "ast": "*",
+    "star": "*",
+    "circ": "∘",
+    "otimes": "⊗",
+    "oplus": "⊕",
+    "in": "∈",
+    "notin": "∉",
+    "ni": "∋",
+    "subset": "⊂",
+    "subseteq": "⊆",
+    "supset": "⊃",
+    "supseteq": "⊇",
+    "cup": "∪",
+    "cap": "∩",
+    "setminus": "\\",
+    "emptyset": "∅",
+    "varnothing": "∅",
+    "forall": "∀",
+    "exists": "∃",
+    "neg": "¬",
+    "wedge": "∧",
+    "land": "∧",
+    "vee": "∨",
+    "lor": "∨",
+    "to": "→",
+    "rightarrow": "→",
+    "longrightarrow": "→",
+    "mapsto": "↦",
+    "leftarrow": "←",
+    "Rightarrow": "⇒",
+    "implies": "⇒",
+    "Leftrightarrow": "⇔",
+    "iff": "⇔",
+    "infty": "∞",
+    "partial": "∂",
+    "nabla": "∇",
+    "sum": "∑",
+    "prod": "∏",
+    "int": "∫",
+    "oint": "∮",
+    "sqrt": "√",
+    "ell": "l",
+    "hbar": "ℏ",
+    "prime": "'",
+    "cdots": "…",
+    "ldots": "…",
+    "dots": "…",
+    "vdots": "…",
+    "ddots": "…",
+    "mid": "|",
+    "vert": "|",
+    "Vert": "‖",
+    "langle": "⟨",
+    "rangle": "⟩",
+    "lbrace": "{",
+    "rbrace": "}",
+    "perp": "⊥",
+    "parallel": "∥",
+    "angle": "∠",
+    "deg": "°",
 }
 # Commands that only style their argument, or size a delimiter, or space: the argument (or nothing) remains.
-_STYLE = frozenset("tilde widetilde hat widehat bar overline underline vec dot ddot check breve acute grave "
-                   "mathcal mathbb mathbf mathrm mathit mathsf mathtt mathfrak mathscr boldsymbol bm text "
-                   "textrm textit textbf textsf texttt mbox operatorname operatorname* displaystyle textstyle "
-                   "scriptstyle left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr middle "
-                   "limits nolimits quad qquad".split())
+_STYLE = frozenset(
+    "tilde widetilde hat widehat bar overline underline vec dot ddot check breve acute grave "
+    "mathcal mathbb mathbf mathrm mathit mathsf mathtt mathfrak mathscr boldsymbol bm text "
+    "textrm textit textbf textsf texttt mbox operatorname operatorname* displaystyle textstyle "
+    "scriptstyle left right big Big bigg Bigg bigl bigr Bigl Bigr biggl biggr Biggl Biggr middle "
+    "limits nolimits quad qquad".split()
+)
 _FRACTIONS = frozenset({"frac", "dfrac", "tfrac", "cfrac"})
 _LATEX_COMMAND = re.compile(r"\\([A-Za-z]+\*?|.)")
 # Characters PDFs and Unicode give for the same thing: one of each pair.
-_UNICODE_MATH = str.maketrans({"∆": "Δ", "−": "-", "–": "-", "∗": "*", "′": "'", "″": "''", "⋅": "·",
-                               "∙": "·", "˜": "", "ˆ": "", "¯": "", "ˇ": "", "˙": "", "ℓ": "l", "ϵ": "ε",
-                               "ϑ": "θ", "ϕ": "φ", "ϱ": "ρ", "ϖ": "π", "⩽": "≤", "⩾": "≥", "…": "…"})
+_UNICODE_MATH = str.maketrans(
+    {
+        "∆": "Δ",
+        "−": "-",
+        "–": "-",
+        "∗": "*",
+        "′": "'",
+        "″": "''",
+        "⋅": "·",
+        "∙": "·",
+        "˜": "",
+        "ˆ": "",
+        "¯": "",
+        "ˇ": "",
+        "˙": "",
+        "ℓ": "l",
+        "ϵ": "ε",
+        "ϑ": "θ",
+        "ϕ": "φ",
+        "ϱ": "ρ",
+        "ϖ": "π",
+        "⩽": "≤",
+        "⩾": "≥",
+        "…": "…",
+    }
+)
 _MATH_CHAR = re.compile(r"[α-ωΑ-Ω∑∏∫∂∇∞≤≥≠≈∈⊂⊆∪∩→↦×·⊗⊕√∀∃]")
 _MAX_FOLD_CHARS = 20_000
 
@@ -216,8 +316,8 @@ def _braced(text: str, start: int) -> tuple[str, int]:
     for index in range(start, len(text)):
         depth += {"{": 1, "}": -1}.get(text[index], 0)
         if depth == 0:
-            return text[start + 1:index], index + 1
-    return text[start + 1:], len(text)
+            return text[start + 1 : index], index + 1
+    return text[start + 1 :], len(text)
 
 
 def _unlatex(text: str) -> str:

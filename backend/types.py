@@ -23,6 +23,7 @@ class KnowledgeBase:
 @dataclass
 class PageText:
     """The text of one PDF page after parsing or OCR (tables inlined as Markdown)."""
+
     page: int  # 1-based
     text: str
     ocr: bool = False
@@ -31,6 +32,7 @@ class PageText:
 @dataclass
 class Chunk:
     """A piece of a document as it is indexed."""
+
     text: str
     page: int  # first page, 1-based
     page_end: int  # last page (== page unless the chunk crosses a page break)
@@ -42,6 +44,7 @@ class Chunk:
 @dataclass
 class Figure:
     """A figure or chart saved as PNG under the knowledge base's folder."""
+
     id: str  # "<doc_id>/p3_fig1"
     doc_id: str
     file: str  # display file name of the document
@@ -66,8 +69,15 @@ class DocumentInfo:
     created_at: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "pages": self.pages, "ocr_pages": self.ocr_pages, "chunks": self.chunks,
-                "figures": self.figures, "status": self.status, "doc_id": self.doc_id}
+        return {
+            "file": self.file,
+            "pages": self.pages,
+            "ocr_pages": self.ocr_pages,
+            "chunks": self.chunks,
+            "figures": self.figures,
+            "status": self.status,
+            "doc_id": self.doc_id,
+        }
 
 
 @dataclass
@@ -87,14 +97,22 @@ class IngestResult:
         return self.status in ("indexed", "duplicate", "replaced")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "status": self.status, "pages": self.pages, "ocr_pages": self.ocr_pages,
-                "chunks": self.chunks, "figures": self.figures, "seconds": round(self.seconds, 3),
-                "error": self.error}  # pages whose OCR found nothing are named in ``error`` (a note)
+        return {
+            "file": self.file,
+            "status": self.status,
+            "pages": self.pages,
+            "ocr_pages": self.ocr_pages,
+            "chunks": self.chunks,
+            "figures": self.figures,
+            "seconds": round(self.seconds, 3),
+            "error": self.error,
+        }  # pages whose OCR found nothing are named in ``error`` (a note)
 
 
 @dataclass
 class ProgressEvent:
     """One step of a long job. ``stage``: file, parse, ocr, embed, store, done."""
+
     stage: str
     file: str = ""
     file_index: int = 0  # 1-based
@@ -125,6 +143,7 @@ ProgressCallback = Callable[[ProgressEvent], None]
 @dataclass
 class Source:
     """One ranked passage with everything the user needs to judge it."""
+
     file: str
     doc_id: str
     page: int
@@ -143,16 +162,24 @@ class Source:
     kind: str = "text"  # the chunk's kind: "text", "references", "table" or "equation"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "page": self.page, "page_end": self.page_end, "text": self.text,
-                "relevance": round(self.relevance, 2),
-                "scores": {k: round(v, 2) for k, v in self.scores.items()},
-                "dense_rank": self.dense_rank, "keyword_rank": self.keyword_rank,
-                "similarity": None if self.similarity is None else round(self.similarity, 4),
-                "chunk_index": self.chunk_index, "kind": self.kind}
+        return {
+            "file": self.file,
+            "page": self.page,
+            "page_end": self.page_end,
+            "text": self.text,
+            "relevance": round(self.relevance, 2),
+            "scores": {k: round(v, 2) for k, v in self.scores.items()},
+            "dense_rank": self.dense_rank,
+            "keyword_rank": self.keyword_rank,
+            "similarity": None if self.similarity is None else round(self.similarity, 4),
+            "chunk_index": self.chunk_index,
+            "kind": self.kind,
+        }
 
 
 class SearchMode(StrEnum):
     """The one list of search modes (each is a plain string too: ``SearchMode.DENSE == "dense"``)."""
+
     DENSE = "dense"  # vectors only
     KEYWORD = "keyword"  # BM25 only
     HYBRID = "hybrid"  # both, fused by weighted RRF
@@ -173,8 +200,12 @@ class SearchResult:
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
-        return {"confidence": round(self.confidence, 1), "mode": self.mode,
-                "sources": [s.to_dict() for s in self.sources], "searched_in": self.searched_in}
+        return {
+            "confidence": round(self.confidence, 1),
+            "mode": self.mode,
+            "sources": [s.to_dict() for s in self.sources],
+            "searched_in": self.searched_in,
+        }
 
 
 @dataclass
@@ -189,15 +220,21 @@ class Answer:
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
 
     def to_dict(self) -> dict[str, Any]:
-        return {"answer": self.answer, "mode": self.mode, "confidence": round(self.confidence, 1),
-                "sources": [s.to_dict() for s in self.sources],
-                "figure": self.figure.to_dict() if self.figure else None, "notice": self.notice,
-                "searched_in": self.searched_in}
+        return {
+            "answer": self.answer,
+            "mode": self.mode,
+            "confidence": round(self.confidence, 1),
+            "sources": [s.to_dict() for s in self.sources],
+            "figure": self.figure.to_dict() if self.figure else None,
+            "notice": self.notice,
+            "searched_in": self.searched_in,
+        }
 
 
 @dataclass
 class AnswerUpdate:
     """One step of a streamed answer: the text so far; the last update carries the final Answer."""
+
     text: str
     delta: str = ""
     done: bool = False

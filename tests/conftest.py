@@ -33,5 +33,6 @@ def settings(tmp_path: Path) -> Settings:
 def fake():
     """The recording OpenAI-compatible server on 127.0.0.1 (tests/support/fake_openai.py), one per module."""
     from tests.support.fake_openai import FakeOpenAI
+
     with FakeOpenAI() as server:
         yield server

@@ -74,10 +74,14 @@ def test_every_logger_is_named_by_its_module():
     for path in [*_sources(), *ROOT.joinpath("tests").rglob("*.py")]:
         for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level only
             value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            if (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-                    and value.func.attr == "getLogger"
-                    and not (len(value.args) == 1 and isinstance(value.args[0], ast.Name)
-                             and value.args[0].id == "__name__")):
+            if (
+                isinstance(value, ast.Call)
+                and isinstance(value.func, ast.Attribute)
+                and value.func.attr == "getLogger"
+                and not (
+                    len(value.args) == 1 and isinstance(value.args[0], ast.Name) and value.args[0].id == "__name__"
+                )
+            ):
                 wrong.append(f"{_name(path)}:{node.lineno}")
     assert not wrong, f"use logging.getLogger(__name__): {wrong}"
 

@@ -40,8 +40,12 @@ def test_the_evaluation_uses_only_facade_calls():
 def test_search_modes_are_written_once():
     assert [m.value for m in SearchMode] == list(SEARCH_MODES) == ["dense", "keyword", "hybrid", "rerank"]
     listed = re.compile(r"""["']dense["'],\s*["']keyword["'],\s*["']hybrid["']|dense,keyword,hybrid""")
-    copies = [str(p.relative_to(REPO_ROOT)) for root in (BACKEND, UI) for p in root.rglob("*.py")
-              if p.name != "types.py" and listed.search(p.read_text(encoding="utf-8"))]
+    copies = [
+        str(p.relative_to(REPO_ROOT))
+        for root in (BACKEND, UI)
+        for p in root.rglob("*.py")
+        if p.name != "types.py" and listed.search(p.read_text(encoding="utf-8"))
+    ]
     assert copies == []
 
 
@@ -49,6 +53,7 @@ def test_search_modes_are_one_list_in_the_cli_and_the_page():
     from backend.retrieval.search import MODES
     from ui.cli import build_parser
     from ui.kb_tab import EVAL_MODES
+
     parser = build_parser()
     search = parser.parse_args(["search", "--kb", "k", "question"])
     assert search.mode == SearchMode.RERANK

@@ -13,15 +13,38 @@ import pytest
 from tests.backend.store.test_milvus import milvus_server  # noqa: F401  (fixture)
 from tests.conftest import MODEL_CACHE, REPO_ROOT
 
-COMMANDS = [[], ["serve"], ["kb"], ["kb", "list"], ["kb", "create"], ["kb", "rename"], ["kb", "delete"], ["ingest"],
-            ["docs"], ["rm"], ["figures"], ["bench-ingest"], ["search"], ["ask"], ["summary"], ["eval"], ["calibrate"], ["selftest"]]
+COMMANDS = [
+    [],
+    ["serve"],
+    ["kb"],
+    ["kb", "list"],
+    ["kb", "create"],
+    ["kb", "rename"],
+    ["kb", "delete"],
+    ["ingest"],
+    ["docs"],
+    ["rm"],
+    ["figures"],
+    ["bench-ingest"],
+    ["search"],
+    ["ask"],
+    ["summary"],
+    ["eval"],
+    ["calibrate"],
+    ["selftest"],
+]
 
 
 def run(args: list[str], data_dir: Path, timeout: float = 180, **env: str) -> subprocess.CompletedProcess:
-    environ = {**os.environ, "DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE),
-               **env}
-    return subprocess.run([sys.executable, str(REPO_ROOT / "main.py"), *args], capture_output=True, text=True,
-                          timeout=timeout, env=environ, cwd=REPO_ROOT)
+    environ = {**os.environ, "DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE), **env}
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "main.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=environ,
+        cwd=REPO_ROOT,
+    )
 
 
 @pytest.mark.parametrize("command", COMMANDS, ids=lambda c: " ".join(c) or "main")
@@ -34,8 +57,16 @@ def test_every_command_has_help(command, tmp_path):
 def test_kb_round_trip(tmp_path):
     assert run(["kb", "create", "物理论文"], tmp_path).returncode == 0
     listed = json.loads(run(["kb", "list", "--json"], tmp_path).stdout)
-    assert listed == [{"name": "物理论文", "collection": "kb_e789a9e79086e8aebae69687", "documents": 0, "chunks": 0,
-                       "embedding_model": "bundled:multilingual-e5-small", "dim": 384}]
+    assert listed == [
+        {
+            "name": "物理论文",
+            "collection": "kb_e789a9e79086e8aebae69687",
+            "documents": 0,
+            "chunks": 0,
+            "embedding_model": "bundled:multilingual-e5-small",
+            "dim": 384,
+        }
+    ]
     assert run(["kb", "rename", "物理论文", "Physics"], tmp_path).returncode == 0
     assert [kb["name"] for kb in json.loads(run(["kb", "list", "--json"], tmp_path).stdout)] == ["Physics"]
     refused = run(["kb", "delete", "Physics"], tmp_path)
@@ -58,9 +89,18 @@ def test_failures_are_one_line_without_traceback(tmp_path):
 
 def test_second_process_gets_a_clear_message(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", "import sys, time; sys.path.insert(0, sys.argv[1]);"
-         "from backend.store.milvus import MilvusStore; s = MilvusStore(sys.argv[2]); print('ready', flush=True);"
-         "time.sleep(120)", str(REPO_ROOT), str(tmp_path / "milvus.db")], stdout=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; sys.path.insert(0, sys.argv[1]);"
+            "from backend.store.milvus import MilvusStore; s = MilvusStore(sys.argv[2]); print('ready', flush=True);"
+            "time.sleep(120)",
+            str(REPO_ROOT),
+            str(tmp_path / "milvus.db"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "ready"
         result = run(["kb", "list"], tmp_path)

@@ -64,8 +64,9 @@ def _call(fn, *args: Any, **kwargs: Any) -> Any:
         raise _user_error(getattr(fn, "__name__", "call"), str(exc)) from None
     except Exception as exc:
         log.exception("API call %s failed", getattr(fn, "__name__", fn))
-        raise gr.Error(f"unexpected {exc.__class__.__name__} (details are in the server log)",
-                       print_exception=False) from None
+        raise gr.Error(
+            f"unexpected {exc.__class__.__name__} (details are in the server log)", print_exception=False
+        ) from None
 
 
 def _user_error(where: str, message: str) -> gr.Error:

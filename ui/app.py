@@ -35,9 +35,12 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def theme() -> gr.themes.Base:
-    return gr.themes.Soft(primary_hue="indigo", secondary_hue="slate", neutral_hue="slate",
-                          font=["system-ui", "Segoe UI", "Helvetica Neue", "Arial", "PingFang SC",
-                                "Microsoft YaHei", "sans-serif"]).set(block_radius="10px")
+    return gr.themes.Soft(
+        primary_hue="indigo",
+        secondary_hue="slate",
+        neutral_hue="slate",
+        font=["system-ui", "Segoe UI", "Helvetica Neue", "Arial", "PingFang SC", "Microsoft YaHei", "sans-serif"],
+    ).set(block_radius="10px")
 
 
 def launch_style() -> dict[str, Any]:
@@ -51,8 +54,10 @@ def launch_style() -> dict[str, Any]:
 def header_html() -> str:
     logo = LOGO_PATH.read_text(encoding="utf-8") if LOGO_PATH.exists() else ""
     tagline = label("Ask questions across your PDF libraries", "跨 PDF 文库问答")
-    return (f'<div class="dl-header"><span class="dl-logo">{logo}</span><div><div class="dl-title">DocLens</div>'
-            f'<div class="dl-tagline">{tagline}</div></div></div>')
+    return (
+        f'<div class="dl-header"><span class="dl-logo">{logo}</span><div><div class="dl-title">DocLens</div>'
+        f'<div class="dl-tagline">{tagline}</div></div></div>'
+    )
 
 
 def preparation_step(lang: str, step: str) -> str:
@@ -73,23 +78,30 @@ def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any
     """While the embedding model is prepared: its current step, how far along (the builds report their
     steps) and for how long. Outputs: banner, timer."""
     from ui.kb_view import progress_html
+
     state = service.model_state
     if not state.preparing:
         return gr.update(value="", visible=False), gr.update(active=False)
     lang = lang_of(request)
-    line = text(lang, "Preparing the embedding model: {step} ({s:.0f} s so far; the first start builds it once, "
-                "which takes a few minutes). You can create knowledge bases meanwhile; uploads wait in line and "
-                "start when it is ready.",
-                "正在准备向量模型：{step}（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间可以创建知识库；"
-                "上传会排队，准备好后自动开始。").format(step=preparation_step(lang, state.step), s=state.seconds)
+    line = text(
+        lang,
+        "Preparing the embedding model: {step} ({s:.0f} s so far; the first start builds it once, "
+        "which takes a few minutes). You can create knowledge bases meanwhile; uploads wait in line and "
+        "start when it is ready.",
+        "正在准备向量模型：{step}（已 {s:.0f} 秒；首次启动需构建一次，约需几分钟）。期间可以创建知识库；"
+        "上传会排队，准备好后自动开始。",
+    ).format(step=preparation_step(lang, state.step), s=state.seconds)
     # Loading a cached model reports no fraction: a moving stripe then, never a made-up percentage.
     return gr.update(value=progress_html(state.fraction, line), visible=True), gr.update(active=True)
 
 
 def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:
     lang = lang_of(request)
-    return (gr.Tab(label=text(lang, "Chat", "问答")), gr.Tab(label=text(lang, "Knowledge base", "知识库")),
-            gr.Tab(label=text(lang, "Settings", "设置")))
+    return (
+        gr.Tab(label=text(lang, "Chat", "问答")),
+        gr.Tab(label=text(lang, "Knowledge base", "知识库")),
+        gr.Tab(label=text(lang, "Settings", "设置")),
+    )
 
 
 def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
@@ -103,8 +115,14 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         kb_handlers = KBHandlers(service, uploads)
         llm_profile = gr.State(None)  # this session's own model profile (Settings tab), None: the server's
         gr.HTML(header_html(), elem_id="dl-header")
-        language = gr.Radio([("English", "en"), ("中文", "zh")], value=None, label=label("Language", "语言"),
-                            show_label=False, container=False, elem_id="language-switch")
+        language = gr.Radio(
+            [("English", "en"), ("中文", "zh")],
+            value=None,
+            label=label("Language", "语言"),
+            show_label=False,
+            container=False,
+            elem_id="language-switch",
+        )
         banner = gr.HTML("", visible=False, elem_id="model-banner")
         banner_timer = gr.Timer(2.0, active=False)
         with gr.Tabs(elem_id="dl-tabs") as tabs:
@@ -117,66 +135,120 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         register_api(service, uploads)
         wire_cross_tab(chat_handlers, chat, kb)
         wire_tab_refresh(service, chat_handlers, chat, kb, chat_tab, kb_tab, tabs)
-        wire_page_load(demo, service, chat_handlers, chat, kb, settings_fields, language,
-                       [chat_tab, kb_tab, settings_tab], banner, banner_timer)
+        wire_page_load(
+            demo,
+            service,
+            chat_handlers,
+            chat,
+            kb,
+            settings_fields,
+            language,
+            [chat_tab, kb_tab, settings_tab],
+            banner,
+            banner_timer,
+        )
         # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
-        language.input(None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False,
-                       **UNDOCUMENTED)
+        language.input(
+            None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False, **UNDOCUMENTED
+        )
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
 
 
-def wire_page_load(demo: gr.Blocks, service: DocLens, chat_handlers: ChatHandlers, chat: ChatTab, kb: KBTab,
-                   settings_fields: SettingsFields, language: gr.Radio, tabs: list[gr.Tab], banner: gr.HTML,
-                   banner_timer: gr.Timer) -> None:
+def wire_page_load(
+    demo: gr.Blocks,
+    service: DocLens,
+    chat_handlers: ChatHandlers,
+    chat: ChatTab,
+    kb: KBTab,
+    settings_fields: SettingsFields,
+    language: gr.Radio,
+    tabs: list[gr.Tab],
+    banner: gr.HTML,
+    banner_timer: gr.Timer,
+) -> None:
     """What a page (re)load runs, in order: its language, the tab labels, the pickers, the model banner
     and this session's settings."""
+
     def banner_update(request: gr.Request) -> tuple[Any, Any]:
         return model_banner(service, request)
 
-    banner_timer.tick(banner_update, None, [banner, banner_timer],
-                      api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED)
-    located = demo.load(set_session_language, language, language, js=RESTORE_LOCALE_JS, api_name="page_language",
-                        queue=False, **UNDOCUMENTED)
+    banner_timer.tick(
+        banner_update,
+        None,
+        [banner, banner_timer],
+        api_name="model_banner_tick",
+        show_progress="hidden",
+        **UNDOCUMENTED,
+    )
+    located = demo.load(
+        set_session_language,
+        language,
+        language,
+        js=RESTORE_LOCALE_JS,
+        api_name="page_language",
+        queue=False,
+        **UNDOCUMENTED,
+    )
     # Gradio re-translates only the shown tab's label after a locale change: set all three here.
     located.then(tab_labels, None, tabs, api_name="page_tab_labels", **UNDOCUMENTED)
-    loaded = located.then(chat_handlers.refresh_choices, [chat.last_kb, chat.doc_filter],
-                          [chat.kb_select, chat.doc_filter], api_name="page_load", **UNDOCUMENTED)
-    loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty",
-                **UNDOCUMENTED)
-    loaded.then(banner_update, None, [banner, banner_timer],
-                api_name="page_load_banner", **UNDOCUMENTED)
+    loaded = located.then(
+        chat_handlers.refresh_choices,
+        [chat.last_kb, chat.doc_filter],
+        [chat.kb_select, chat.doc_filter],
+        api_name="page_load",
+        **UNDOCUMENTED,
+    )
+    loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
+    loaded.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
     chain_panel(loaded, chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")
-    located.then(settings_fields.handlers.page_values, settings_fields.profile, settings_fields.fields,
-                 api_name="page_load_settings", **UNDOCUMENTED)
+    located.then(
+        settings_fields.handlers.page_values,
+        settings_fields.profile,
+        settings_fields.fields,
+        api_name="page_load_settings",
+        **UNDOCUMENTED,
+    )
 
 
 def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:
     """Both tabs show the same active knowledge base; KB changes refresh the Chat tab's pickers."""
     for index, event in enumerate(kb.changed):
-        refreshed = event.then(handlers.refresh_choices, [kb.kb_active, chat.doc_filter],
-                               [chat.kb_select, chat.doc_filter], api_name=f"chat_refresh_{index}",
-                               **UNDOCUMENTED)
+        refreshed = event.then(
+            handlers.refresh_choices,
+            [kb.kb_active, chat.doc_filter],
+            [chat.kb_select, chat.doc_filter],
+            api_name=f"chat_refresh_{index}",
+            **UNDOCUMENTED,
+        )
         chain_panel(refreshed, handlers, chat, f"chat_refresh_{index}")
     picked = chat.kb_select.input(lambda: None, None, None, api_name="chat_sync_kb", queue=False, **UNDOCUMENTED)
     kb.follow(picked, chat.kb_select, "chat_sync_kb")
 
 
-def wire_tab_refresh(service: DocLens, handlers: ChatHandlers, chat: ChatTab, kb: KBTab, chat_tab: gr.Tab,
-                     kb_tab: gr.Tab, tabs: gr.Tabs) -> None:
+def wire_tab_refresh(
+    service: DocLens, handlers: ChatHandlers, chat: ChatTab, kb: KBTab, chat_tab: gr.Tab, kb_tab: gr.Tab, tabs: gr.Tabs
+) -> None:
     """Knowledge bases made elsewhere (another tab, another browser, the API) appear when a tab is shown
     or on Refresh, without a reload."""
     for trigger, name in ((chat_tab.select, "chat_tab_shown"), (chat.refresh.click, "chat_refresh_button")):
-        refreshed = trigger(handlers.refresh_choices, [chat.kb_select, chat.doc_filter],
-                            [chat.kb_select, chat.doc_filter], api_name=name, **UNDOCUMENTED)
-        refreshed.then(lambda: empty_state_update(service), None, chat.empty_state, api_name=f"{name}_empty",
-                       **UNDOCUMENTED)
+        refreshed = trigger(
+            handlers.refresh_choices,
+            [chat.kb_select, chat.doc_filter],
+            [chat.kb_select, chat.doc_filter],
+            api_name=name,
+            **UNDOCUMENTED,
+        )
+        refreshed.then(
+            lambda: empty_state_update(service), None, chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED
+        )
         chain_panel(refreshed, handlers, chat, name)
     kb_shown = kb_tab.select(lambda: None, None, None, api_name="kb_tab_shown", queue=False, **UNDOCUMENTED)
     kb.follow(kb_shown, chat.kb_select, "kb_tab_shown")
-    chat.go_to_kb.click(lambda: gr.Tabs(selected="kb"), None, tabs, api_name="chat_empty_go", queue=False,
-                        **UNDOCUMENTED)
+    chat.go_to_kb.click(
+        lambda: gr.Tabs(selected="kb"), None, tabs, api_name="chat_empty_go", queue=False, **UNDOCUMENTED
+    )
 
 
 def start_first_run(service: DocLens) -> Optional[threading.Thread]:
@@ -221,17 +293,26 @@ def check_exposure(host: str, logins: Optional[list[tuple[str, str]]], insecure:
     """Refuse to serve other machines without a login (unless --insecure), and an admin who cannot log in."""
     if host not in LOOPBACK and logins is None:
         if not insecure:
-            raise SettingsError(f"refusing to serve on {host} without a login: anyone who can reach this address "
-                                f"could use DocLens. Set DOCLENS_AUTH=user:password (or --auth), or add --insecure "
-                                f"if that is really what you want")
-        log.warning("serving on %s without a login (--insecure): anyone who can reach this address can use "
-                    "DocLens", host)
+            raise SettingsError(
+                f"refusing to serve on {host} without a login: anyone who can reach this address "
+                f"could use DocLens. Set DOCLENS_AUTH=user:password (or --auth), or add --insecure "
+                f"if that is really what you want"
+            )
+        log.warning(
+            "serving on %s without a login (--insecure): anyone who can reach this address can use DocLens", host
+        )
     if admin and admin not in {user for user, _ in logins or []}:
         raise SettingsError(f"--admin {admin}: no such login (set it in DOCLENS_AUTH or --auth)")
 
 
-def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = None,
-          auth: Optional[str] = None, admin: Optional[str] = None, insecure: bool = False) -> None:
+def serve(
+    settings: Settings,
+    host: Optional[str] = None,
+    port: Optional[int] = None,
+    auth: Optional[str] = None,
+    admin: Optional[str] = None,
+    insecure: bool = False,
+) -> None:
     """Start the web app and block until it stops. Binds 127.0.0.1 unless a host is given explicitly."""
     secret = settings.ui.auth.get_secret_value() if settings.ui.auth else None
     logins = parse_logins(auth or secret)
@@ -249,10 +330,17 @@ def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = 
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", host, port)
         # No allowed_paths: nothing under the data folder is served; shown images go through ui/web_files.py.
-        demo.launch(server_name=host, server_port=port, auth=logins, footer_links=["api"], show_error=False,
-                    max_file_size=int(settings.ingest.max_file_mb * 1024 * 1024),  # refused before it is stored
-                    favicon_path=LOGO_PATH if LOGO_PATH.exists() else None,
-                    auth_message=bi("DocLens login", "DocLens 登录"), **launch_style())
+        demo.launch(
+            server_name=host,
+            server_port=port,
+            auth=logins,
+            footer_links=["api"],
+            show_error=False,
+            max_file_size=int(settings.ingest.max_file_mb * 1024 * 1024),  # refused before it is stored
+            favicon_path=LOGO_PATH if LOGO_PATH.exists() else None,
+            auth_message=bi("DocLens login", "DocLens 登录"),
+            **launch_style(),
+        )
     finally:
         if demo is not None:
             demo.doclens_uploads.discard_all()
@@ -262,6 +350,7 @@ def serve(settings: Settings, host: Optional[str] = None, port: Optional[int] = 
 
 def stop_on_sigterm() -> None:
     """``kill`` (SIGTERM) stops like Ctrl+C, so the cleanup in ``serve`` runs."""
+
     def interrupt(signum, frame) -> None:
         raise KeyboardInterrupt
 

@@ -70,8 +70,11 @@ def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) ->
 def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
     """A collapsible message under the answer listing its sources."""
     title = text(lang, "Sources ({n})", "来源（{n}）").format(n=len(sources))
-    return {"role": "assistant", "content": panels.sources_markdown(sources),
-            "metadata": {"title": f"{plain('sources')} {title}", "status": "done"}}
+    return {
+        "role": "assistant",
+        "content": panels.sources_markdown(sources),
+        "metadata": {"title": f"{plain('sources')} {title}", "status": "done"},
+    }
 
 
 def source_state(sources: list[Source]) -> list[dict[str, Any]]:
@@ -109,8 +112,10 @@ class ChatHandlers:
         figures = self.service.figures(kb, selected_file(doc_filter))
         shown = [(f, self.shown.show(f.path)) for f in figures]
         shown = [(f, path) for f, path in shown if path]
-        return (gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
-                [{"id": f.id, "page": f.page, "file": f.file, "path": path} for f, path in shown])
+        return (
+            gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
+            [{"id": f.id, "page": f.page, "file": f.file, "path": path} for f, path in shown],
+        )
 
     @staticmethod
     def figure_caption(figure: Figure) -> str:
@@ -127,10 +132,18 @@ class ChatHandlers:
 
     # -- asking ---------------------------------------------------------------------------------
 
-    def send(self, question: str, kb: Optional[str], doc_filter: Optional[str], messages: list[Any],
-             turns: list[dict[str, str]], lock: Optional[dict[str, Any]],
-             answer_sources: Optional[list[list[dict[str, Any]]]] = None,
-             llm_profile: Optional[LLMSettings] = None, request: gr.Request = None) -> Iterator[tuple]:
+    def send(
+        self,
+        question: str,
+        kb: Optional[str],
+        doc_filter: Optional[str],
+        messages: list[Any],
+        turns: list[dict[str, str]],
+        lock: Optional[dict[str, Any]],
+        answer_sources: Optional[list[list[dict[str, Any]]]] = None,
+        llm_profile: Optional[LLMSettings] = None,
+        request: gr.Request = None,
+    ) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
         state, turns, every answer's sources (this one's last), page preview (hidden: the previous answer's
         page is stale). ``llm_profile``: the session's own model (Settings tab), if any."""
@@ -142,9 +155,18 @@ class ChatHandlers:
             return
         messages = normalize_messages(messages) + [{"role": "user", "content": literal_text(question)}]
         if not kb:
-            messages.append({"role": "assistant", "content": warning_md(text(
-                lang, "Choose or create a knowledge base first (Knowledge base tab).",
-                "请先选择或创建知识库（知识库标签页）。"))})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": warning_md(
+                        text(
+                            lang,
+                            "Choose or create a knowledge base first (Knowledge base tab).",
+                            "请先选择或创建知识库（知识库标签页）。",
+                        )
+                    ),
+                }
+            )
             yield messages, "", skip, skip, skip, skip, skip, skip, skip, skip
             return
         messages.append({"role": "assistant", "content": ""})
@@ -153,17 +175,30 @@ class ChatHandlers:
         if answer is not None:
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
 
-    def _stream_answer(self, messages: list[dict[str, Any]], kb: str, question: str, turns: list[dict[str, str]],
-                       doc_filter: Optional[str], lock: Optional[dict[str, Any]], llm_profile: Optional[LLMSettings],
-                       lang: str) -> Generator[tuple, None, Optional[Answer]]:
+    def _stream_answer(
+        self,
+        messages: list[dict[str, Any]],
+        kb: str,
+        question: str,
+        turns: list[dict[str, str]],
+        doc_filter: Optional[str],
+        lock: Optional[dict[str, Any]],
+        llm_profile: Optional[LLMSettings],
+        lang: str,
+    ) -> Generator[tuple, None, Optional[Answer]]:
         """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning."""
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
         try:
-            for update in self.service.ask_stream(kb, question, history=list(turns or []),
-                                                  doc=selected_file(doc_filter),
-                                                  figure_id=(lock or {}).get("id"), llm_profile=llm_profile):
+            for update in self.service.ask_stream(
+                kb,
+                question,
+                history=list(turns or []),
+                doc=selected_file(doc_filter),
+                figure_id=(lock or {}).get("id"),
+                llm_profile=llm_profile,
+            ):
                 if update.done:
                     answer = update.answer
                     continue
@@ -176,23 +211,39 @@ class ChatHandlers:
             return None
         if answer is None:  # the contract says this cannot happen; never leave an empty bubble
             messages[-1]["content"] = protect_currency(streamed) or warning_md(
-                text(lang, "no answer was produced", "没有生成回答"))
+                text(lang, "no answer was produced", "没有生成回答")
+            )
             yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
             return None
         return answer
 
-    def _final(self, messages: list[dict[str, Any]], answer: Answer, question: str,
-               turns: list[dict[str, str]], answer_sources: list[list[dict[str, Any]]], lang: str) -> tuple:
+    def _final(
+        self,
+        messages: list[dict[str, Any]],
+        answer: Answer,
+        question: str,
+        turns: list[dict[str, str]],
+        answer_sources: list[list[dict[str, Any]]],
+        lang: str,
+    ) -> tuple:
         # The answer's [n] carry its number: a click on an older answer opens that answer's source n
         messages[-1]["content"] = answer_markdown(answer, lang, answer_number=len(answer_sources))
         if answer.sources and answer.mode != "extractive":  # extractive answers already quote each passage
             messages.append(sources_message(answer.sources, lang))
-        turns = [*(turns or []), {"role": "user", "content": question},
-                 {"role": "assistant", "content": answer.answer}]
+        turns = [*(turns or []), {"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
         warn_below = self.service.settings.confidence.warn_below
-        return (messages, gr.skip(), self.sources_dataset(answer.sources, lang),
-                panels.confidence_html(answer, warn_below, lang), panels.score_chart_html(answer.sources, lang),
-                gr.update(visible=False), None, turns, [*answer_sources, source_state(answer.sources)], gr.skip())
+        return (
+            messages,
+            gr.skip(),
+            self.sources_dataset(answer.sources, lang),
+            panels.confidence_html(answer, warn_below, lang),
+            panels.score_chart_html(answer.sources, lang),
+            gr.update(visible=False),
+            None,
+            turns,
+            [*answer_sources, source_state(answer.sources)],
+            gr.skip(),
+        )
 
     @staticmethod
     def sources_dataset(sources: list[Source], lang: str) -> gr.Dataset:
@@ -202,18 +253,33 @@ class ChatHandlers:
         """A fresh conversation view. Outputs: chatbot, sources, confidence, chart, page preview, turns,
         last sources, lock row, lock state."""
         lang = lang_of(request)
-        return ([], self.sources_dataset([], lang), panels.confidence_html(None, 0, lang), "",
-                gr.update(value=None, visible=False), [], [], gr.update(visible=False), None)
+        return (
+            [],
+            self.sources_dataset([], lang),
+            panels.confidence_html(None, 0, lang),
+            "",
+            gr.update(value=None, visible=False),
+            [],
+            [],
+            gr.update(visible=False),
+            None,
+        )
 
     # -- sources and figures -------------------------------------------------------------------
 
-    def show_page(self, index: Optional[int], kb: Optional[str], answer_sources: list[list[dict[str, Any]]],
-                  request: gr.Request = None) -> Any:
+    def show_page(
+        self,
+        index: Optional[int],
+        kb: Optional[str],
+        answer_sources: list[list[dict[str, Any]]],
+        request: gr.Request = None,
+    ) -> Any:
         """A row of the sources table (the last answer's) was clicked. Output: page preview."""
         return self._show_source(answer_sources[-1] if answer_sources else [], index, kb, request)
 
-    def show_cited(self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]],
-                   request: gr.Request = None) -> Any:
+    def show_cited(
+        self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]], request: gr.Request = None
+    ) -> Any:
         """A citation was clicked: ``reference`` is "answer:n" (assets/doclens.js). Output: page preview."""
         try:
             answer, number = (int(part) for part in (reference or "").split(":"))
@@ -224,14 +290,16 @@ class ChatHandlers:
         return self._show_source(answer_sources[answer], number - 1, kb, request)
 
     @shows_errors("show the page", outputs=lambda line, **_: _warned(line))
-    def _show_source(self, sources: list[dict[str, Any]], index: Optional[int], kb: Optional[str],
-                     request: Optional[gr.Request]) -> Any:
+    def _show_source(
+        self, sources: list[dict[str, Any]], index: Optional[int], kb: Optional[str], request: Optional[gr.Request]
+    ) -> Any:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]
         path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
-        return gr.update(value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}",
-                         visible=True)
+        return gr.update(
+            value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}", visible=True
+        )
 
     def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData, request: gr.Request = None) -> tuple:
         """Outputs: lock row, chip thumbnail, chip text, lock state."""
@@ -239,8 +307,7 @@ class ChatHandlers:
         if index is None or not 0 <= index < len(figures or []):
             return gr.skip(), gr.skip(), gr.skip(), gr.skip()
         figure = figures[index]
-        return (gr.update(visible=True), figure.get("path"), panels.figure_chip_text(figure, lang_of(request)),
-                figure)
+        return (gr.update(visible=True), figure.get("path"), panels.figure_chip_text(figure, lang_of(request)), figure)
 
     def unlock_figure(self) -> tuple:
         return gr.update(visible=False), None

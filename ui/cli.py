@@ -14,8 +14,25 @@ from ui.cli_output import emit_json, open_service, show_rows, write_json
 from ui.cli_questions import add_question_commands
 
 log = logging.getLogger(__name__)
-COMMANDS = {"serve", "kb", "ingest", "docs", "rm", "figures", "bench-ingest", "migrate", "bench-search", "bench-layout",
-            "bench-corpus", "search", "ask", "summary", "eval", "calibrate", "selftest"}
+COMMANDS = {
+    "serve",
+    "kb",
+    "ingest",
+    "docs",
+    "rm",
+    "figures",
+    "bench-ingest",
+    "migrate",
+    "bench-search",
+    "bench-layout",
+    "bench-corpus",
+    "search",
+    "ask",
+    "summary",
+    "eval",
+    "calibrate",
+    "selftest",
+}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -35,8 +52,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         return fail("interrupted", args.debug, code=130)
     except Exception as exc:  # the last line of defence: one line unless --debug
-        return fail(f"unexpected {exc.__class__.__name__}: {exc} (run with --debug for details)", args.debug,
-                    code=2)
+        return fail(f"unexpected {exc.__class__.__name__}: {exc} (run with --debug for details)", args.debug, code=2)
 
 
 def run_with_model_bar(args, settings: Settings) -> int:
@@ -65,34 +81,60 @@ def setup_logging(settings: Settings, debug: bool) -> None:
     # milvus-lite logs unimplemented gRPC calls and a traceback when its store is locked; we say it in one line
     for chatty in ("grpc._server", "milvus_lite"):
         logging.getLogger(chatty).setLevel(logging.CRITICAL)
-    for noisy in ("httpx", "urllib3", "jieba", "pymilvus", "sentence_transformers", "matplotlib",
-                  "PIL", "faiss", "RapidOCR", "pdfminer", "filelock", "huggingface_hub"):
+    for noisy in (
+        "httpx",
+        "urllib3",
+        "jieba",
+        "pymilvus",
+        "sentence_transformers",
+        "matplotlib",
+        "PIL",
+        "faiss",
+        "RapidOCR",
+        "pdfminer",
+        "filelock",
+        "huggingface_hub",
+    ):
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
 # -- parser ------------------------------------------------------------------------------------
 
+
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: a subcommand must not reset what was given before it (``main.py --debug kb list``).
-    common.add_argument("--config", metavar="PATH", default=argparse.SUPPRESS,
-                        help="settings file (default: config.yaml beside main.py)")
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help="show full tracebacks and debug logs")
-    parser = argparse.ArgumentParser(prog="main.py", parents=[common],
-                                     description="DocLens: ask questions across your PDF libraries.")
+    common.add_argument(
+        "--config",
+        metavar="PATH",
+        default=argparse.SUPPRESS,
+        help="settings file (default: config.yaml beside main.py)",
+    )
+    common.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks and debug logs"
+    )
+    parser = argparse.ArgumentParser(
+        prog="main.py", parents=[common], description="DocLens: ask questions across your PDF libraries."
+    )
     parser.set_defaults(handler=None)
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
 
     serve = sub.add_parser("serve", parents=[common], help="start the web app (default)")
     serve.add_argument("--host", help="address to bind (default 127.0.0.1; 0.0.0.0 must be explicit)")
     serve.add_argument("--port", type=int, help="port (default 7860)")
-    serve.add_argument("--auth", metavar="USER:PASS", help="require a login (or set DOCLENS_AUTH); several "
-                       "logins separated by spaces")
-    serve.add_argument("--admin", metavar="USER", help="the login that may change server-wide settings from "
-                       "the page (default ui.admin; nobody)")
-    serve.add_argument("--insecure", action="store_true",
-                       help="allow a non-loopback --host without a login (anyone reaching it can use DocLens)")
+    serve.add_argument(
+        "--auth", metavar="USER:PASS", help="require a login (or set DOCLENS_AUTH); several logins separated by spaces"
+    )
+    serve.add_argument(
+        "--admin",
+        metavar="USER",
+        help="the login that may change server-wide settings from the page (default ui.admin; nobody)",
+    )
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback --host without a login (anyone reaching it can use DocLens)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
     _add_kb_commands(sub, common)
@@ -140,13 +182,17 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("--doc", metavar="FILE")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_figures)
-    p = sub.add_parser("bench-ingest", parents=[common],
-                       help="measure ingest speed (native and scanned pages/s, peak memory)")
+    p = sub.add_parser(
+        "bench-ingest", parents=[common], help="measure ingest speed (native and scanned pages/s, peak memory)"
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_ingest)
-    p = sub.add_parser("migrate", parents=[common],
-                       help="index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs")
+    p = sub.add_parser(
+        "migrate",
+        parents=[common],
+        help="index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs",
+    )
     p.set_defaults(handler=cmd_migrate)
     p = sub.add_parser("bench-search", parents=[common], help="search speed, memory and filter recall, 1k-300k chunks")
     p.add_argument("--chunks", default="1000,10000,100000", help="comma-separated knowledge base sizes")
@@ -155,16 +201,24 @@ def _add_document_commands(sub, common) -> None:
     p.set_defaults(handler=cmd_bench_search)
     p = sub.add_parser("bench-layout", parents=[common], help="reading order on generated 2- and 3-column pages")
     p.add_argument("--native-only", action="store_true", help="skip the scanned copies (OCR)")
-    p.set_defaults(handler=lambda args, settings: _print_bench("run_layout_bench", settings, scanned=not args.native_only))
-    p = sub.add_parser("bench-corpus", parents=[common], help="ingest PDFs: count indexed, named and unexpected failures")
+    p.set_defaults(
+        handler=lambda args, settings: _print_bench("run_layout_bench", settings, scanned=not args.native_only)
+    )
+    p = sub.add_parser(
+        "bench-corpus", parents=[common], help="ingest PDFs: count indexed, named and unexpected failures"
+    )
     p.add_argument("paths", nargs="+", metavar="PATH")
-    p.set_defaults(handler=lambda args, settings: _print_bench("ingest_corpus", settings, paths=[Path(p) for p in args.paths]))
+    p.set_defaults(
+        handler=lambda args, settings: _print_bench("ingest_corpus", settings, paths=[Path(p) for p in args.paths])
+    )
 
 
 # -- handlers ----------------------------------------------------------------------------------
 
+
 def cmd_serve(args, settings: Settings) -> int:
     from ui.app import serve
+
     serve(settings, host=args.host, port=args.port, auth=args.auth, admin=args.admin, insecure=args.insecure)
     return 0
 
@@ -192,8 +246,9 @@ def cmd_kb_rename(args, settings: Settings) -> int:
 
 def cmd_kb_delete(args, settings: Settings) -> int:
     if not args.yes:
-        raise DocLensError(f"deleting knowledge base '{args.name.strip()}' removes all its documents: "
-                           f"add --yes to confirm")
+        raise DocLensError(
+            f"deleting knowledge base '{args.name.strip()}' removes all its documents: add --yes to confirm"
+        )
     with open_service(settings) as service:
         service.delete_kb(args.name)
     print(f"deleted knowledge base '{args.name.strip()}'")
@@ -202,6 +257,7 @@ def cmd_kb_delete(args, settings: Settings) -> int:
 
 def cmd_ingest(args, settings: Settings) -> int:
     from ui.progress import TerminalProgress
+
     with open_service(settings) as service, TerminalProgress(enabled=not args.json) as progress:
         results = service.ingest(args.kb, [Path(p) for p in args.paths], progress=progress)
     if args.json:
@@ -236,11 +292,14 @@ def cmd_figures(args, settings: Settings) -> int:
 
 def cmd_migrate(args, settings: Settings) -> int:
     from ui.progress import TerminalProgress
+
     with open_service(settings) as service, TerminalProgress() as progress:
         results = service.migrate(progress=progress)
     for r in results:
-        print(f"{'done' if r.complete else 'partly':7} '{r.name}': {r.indexed} of {r.documents} documents indexed again"
-              + "".join(f"\n        {failure}" for failure in r.failures))
+        print(
+            f"{'done' if r.complete else 'partly':7} '{r.name}': {r.indexed} of {r.documents} documents indexed again"
+            + "".join(f"\n        {failure}" for failure in r.failures)
+        )
     if not results:
         print("nothing to migrate")
     return 0 if all(r.complete for r in results) else 1
@@ -257,6 +316,7 @@ def cmd_bench_ingest(args, settings: Settings) -> int:
 
 def cmd_bench_search(args, settings: Settings) -> int:
     from backend.bench_search import DEFAULT_BENCH, run, table
+
     report = run(settings, [int(c) for c in args.chunks.split(",")], DEFAULT_BENCH, server=args.server)
     print(table(report))
     write_json(args.json, report)
@@ -265,6 +325,7 @@ def cmd_bench_search(args, settings: Settings) -> int:
 
 def _print_bench(name: str, settings: Settings, **options) -> int:
     from backend import layout_bench
+
     report = getattr(layout_bench, name)(settings, **options)
     print(layout_bench.format_report(report))
     return 0

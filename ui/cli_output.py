@@ -11,6 +11,7 @@ from backend.settings import Settings
 
 def open_service(settings: Settings):
     from backend.service import DocLens
+
     return DocLens(settings)
 
 

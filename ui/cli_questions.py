@@ -38,14 +38,19 @@ def add_question_commands(sub, common) -> None:
     p.add_argument("--modes", default=",".join(SEARCH_MODES))
     p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
     p.add_argument("--json", metavar="OUT")
-    p.add_argument("--details", action="store_true",
-                   help="keep per-question results in the JSON (input for `calibrate`)")
-    p.add_argument("--unanswerable", action="store_true",
-                   help="also ask each question with its own document left out (checks the confidence on "
-                        "questions the library cannot answer)")
+    p.add_argument(
+        "--details", action="store_true", help="keep per-question results in the JSON (input for `calibrate`)"
+    )
+    p.add_argument(
+        "--unanswerable",
+        action="store_true",
+        help="also ask each question with its own document left out (checks the confidence on "
+        "questions the library cannot answer)",
+    )
     p.set_defaults(handler=cmd_eval)
-    p = sub.add_parser("calibrate", parents=[common],
-                       help="fit the confidence calibration from eval reports made with --details")
+    p = sub.add_parser(
+        "calibrate", parents=[common], help="fit the confidence calibration from eval reports made with --details"
+    )
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
     p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
     p.set_defaults(handler=cmd_calibrate)
@@ -107,11 +112,19 @@ def cmd_summary(args, settings: Settings) -> int:
 
 def cmd_eval(args, settings: Settings) -> int:
     from ui.progress import TerminalProgress
+
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     with open_service(settings) as service, TerminalProgress() as progress:
-        report = service.evaluate(Path(args.qa), Path(args.docs), kb_name=args.kb, modes=modes,
-                                  limit=args.limit, progress=progress, keep_details=args.details,
-                                  unanswerable=args.unanswerable)
+        report = service.evaluate(
+            Path(args.qa),
+            Path(args.docs),
+            kb_name=args.kb,
+            modes=modes,
+            limit=args.limit,
+            progress=progress,
+            keep_details=args.details,
+            unanswerable=args.unanswerable,
+        )
     print(service.eval_report_text(report))  # a static method: the service is closed by now
     write_json(args.json, report)
     return 0
@@ -119,6 +132,7 @@ def cmd_eval(args, settings: Settings) -> int:
 
 def cmd_calibrate(args, settings: Settings) -> int:
     from backend.service import DocLens
+
     result = DocLens.calibrate([Path(p) for p in args.reports], mode=args.mode)
     print(f"fitted on {result['questions']} questions; wrote {result['path']}")
     print(f"ECE {result['reliability']['ece']}")

@@ -38,11 +38,14 @@ def error_text(exc: BaseException, action: str, lang: str = "en") -> str:
     """One readable line for the user; unexpected errors are logged with their traceback."""
     if isinstance(exc, DocLensError):
         from ui.messages import translate_error
+
         return translate_error(str(exc), lang)
     log.error("unexpected error while trying to %s", action, exc_info=exc)
-    return text(lang, "could not {action}: unexpected {name} (details are in the server log)",
-                "无法{action}：意外的 {name}（详情见服务器日志）").format(
-        action=action if lang != "zh" else _zh_action(action), name=exc.__class__.__name__)
+    return text(
+        lang,
+        "could not {action}: unexpected {name} (details are in the server log)",
+        "无法{action}：意外的 {name}（详情见服务器日志）",
+    ).format(action=action if lang != "zh" else _zh_action(action), name=exc.__class__.__name__)
 
 
 Handler = TypeVar("Handler", bound=Callable[..., Any])
@@ -52,6 +55,7 @@ def shows_errors(action: str, outputs: Optional[Callable[..., Any]] = None) -> C
     """A handler that never raises: a failure becomes one line for the user (``error_text``, in the language
     of the call's ``lang`` or ``request``), returned as ``warning_md(line)``; or, for a handler with other
     outputs, as ``outputs(line, **arguments)``, given the handler's arguments by name (defaults filled in)."""
+
     def decorate(handler: Handler) -> Handler:
         signature = inspect.signature(handler)
 
@@ -63,15 +67,20 @@ def shows_errors(action: str, outputs: Optional[Callable[..., Any]] = None) -> C
                 bound = signature.bind(*args, **kwargs)
                 bound.apply_defaults()
                 arguments = bound.arguments
-                lang = arguments["lang"] if isinstance(arguments.get("lang"), str) else lang_of(arguments.get("request"))
+                lang = (
+                    arguments["lang"] if isinstance(arguments.get("lang"), str) else lang_of(arguments.get("request"))
+                )
                 line = error_text(exc, action, lang)
                 return warning_md(line) if outputs is None else outputs(line, **arguments)
+
         return guarded  # type: ignore[return-value]
+
     return decorate
 
 
 def _zh_action(action: str) -> str:
     from ui.messages import ACTIONS_ZH
+
     return ACTIONS_ZH.get(action, action)
 
 

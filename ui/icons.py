@@ -7,17 +7,17 @@ that DejaVu Sans and most system fonts have; the colour comes from CSS classes i
 from __future__ import annotations
 
 SYMBOLS = {
-    "ok": "\u2713",       # ✓
-    "fail": "\u2717",     # ✗
-    "warn": "\u26a0",     # ⚠ (text presentation, no VS16)
-    "info": "\u2139",     # ℹ
+    "ok": "\u2713",  # ✓
+    "fail": "\u2717",  # ✗
+    "warn": "\u26a0",  # ⚠ (text presentation, no VS16)
+    "info": "\u2139",  # ℹ
     "deleted": "\u2717",  # ✗
-    "stop": "\u25a0",     # ■
-    "same": "\u2261",     # ≡ (a duplicate: nothing changed)
+    "stop": "\u25a0",  # ■
+    "same": "\u2261",  # ≡ (a duplicate: nothing changed)
     "replace": "\u21bb",  # ↻
-    "figure": "\u25a3",   # ▣
+    "figure": "\u25a3",  # ▣
     "sources": "\u2261",  # ≡
-    "close": "\u2715",    # ✕
+    "close": "\u2715",  # ✕
 }
 
 

@@ -38,8 +38,10 @@ def eval_inputs(root_setting: str, qa_path: str, docs_dir: str) -> tuple[Path, P
     """The QA file and PDF folder a web user asked for, only inside the operator's bench folder
     (``ui.eval_dir``); the same message whether a path outside it exists or not."""
     if not root_setting.strip():
-        raise DocLensError("evaluation from the web page reads only the bench folder the operator sets in "
-                           "ui.eval_dir (DOCLENS_UI_EVAL_DIR); it is not set. Run `main.py eval` instead.")
+        raise DocLensError(
+            "evaluation from the web page reads only the bench folder the operator sets in "
+            "ui.eval_dir (DOCLENS_UI_EVAL_DIR); it is not set. Run `main.py eval` instead."
+        )
     root = Path(os.path.realpath(Path(root_setting).expanduser()))
     qa = _inside(root, qa_path)
     if qa is None or not qa.is_file():
@@ -76,8 +78,7 @@ def hidden() -> Any:
 
 
 class KBHandlers:
-    def __init__(self, service: DocLens, uploads: Optional[ReceivedUploads] = None,
-                 jobs: Optional[UploadJobs] = None):
+    def __init__(self, service: DocLens, uploads: Optional[ReceivedUploads] = None, jobs: Optional[UploadJobs] = None):
         self.service = service
         self.uploads = uploads or ReceivedUploads()  # without the running Blocks nothing counts as received
         self.jobs = jobs or UploadJobs(self._ingest_received)
@@ -100,38 +101,59 @@ class KBHandlers:
         update = kb_dropdown(self.service, kb)
         return update, self.documents_table(update["value"], request)
 
-    @shows_errors("create the knowledge base", outputs=lambda line, self, current, request, **_: (
-        warning_md(line), *self.refresh(current, request), gr.skip()))
+    @shows_errors(
+        "create the knowledge base",
+        outputs=lambda line, self, current, request, **_: (
+            warning_md(line),
+            *self.refresh(current, request),
+            gr.skip(),
+        ),
+    )
     def create(self, name: str, current: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
         kb = self.service.create_kb(name or "")
-        return (f"{icon('ok')} {text(lang, 'Created', '已创建')} **{md_literal(kb.name)}**",
-                *self.refresh(kb.name, request), "")
+        return (
+            f"{icon('ok')} {text(lang, 'Created', '已创建')} **{md_literal(kb.name)}**",
+            *self.refresh(kb.name, request),
+            "",
+        )
 
-    @shows_errors("rename the knowledge base", outputs=lambda line, **_: (
-        warning_md(line), gr.skip(), gr.skip(), gr.skip()))
+    @shows_errors(
+        "rename the knowledge base", outputs=lambda line, **_: (warning_md(line), gr.skip(), gr.skip(), gr.skip())
+    )
     def rename(self, current: Optional[str], new_name: str, request: gr.Request = None) -> tuple:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
         if not current:
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
         kb = self.service.rename_kb(current, new_name or "")
-        return (f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{md_literal(current)}** → "
-                f"**{md_literal(kb.name)}**",
-                *self.refresh(kb.name, request), "")
+        return (
+            f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{md_literal(current)}** → **{md_literal(kb.name)}**",
+            *self.refresh(kb.name, request),
+            "",
+        )
 
     def ask_delete(self, current: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: confirmation row, confirmation text, the name the confirmation is about."""
         lang = lang_of(request)
         if not current:
             return hidden(), warning_md(choose_kb_first(lang)), None
-        return gr.update(visible=True), warning_md(text(
-            lang, "Delete **{name}** and all its documents? This cannot be undone.",
-            "删除 **{name}** 及其全部文档？此操作无法撤销。").format(name=md_literal(current))), current
+        return (
+            gr.update(visible=True),
+            warning_md(
+                text(
+                    lang,
+                    "Delete **{name}** and all its documents? This cannot be undone.",
+                    "删除 **{name}** 及其全部文档？此操作无法撤销。",
+                ).format(name=md_literal(current))
+            ),
+            current,
+        )
 
-    @shows_errors("delete the knowledge base", outputs=lambda line, **_: (
-        warning_md(line), hidden(), gr.skip(), gr.skip(), None))
+    @shows_errors(
+        "delete the knowledge base", outputs=lambda line, **_: (warning_md(line), hidden(), gr.skip(), gr.skip(), None)
+    )
     def delete(self, pending: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: status, confirmation row, kb picker, documents table, pending name. Deletes the knowledge
         base the confirmation named, never the picker's current value."""
@@ -139,8 +161,12 @@ class KBHandlers:
         if not pending:
             return warning_md(choose_kb_first(lang)), hidden(), gr.skip(), gr.skip(), None
         self.service.delete_kb(pending)
-        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}**", hidden(),
-                *self.refresh(None, request), None)
+        return (
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}**",
+            hidden(),
+            *self.refresh(None, request),
+            None,
+        )
 
     # -- documents ------------------------------------------------------------------------------
 
@@ -164,22 +190,41 @@ class KBHandlers:
         lang = lang_of(request)
         if not kb or not file:
             return hidden(), warning_md(text(lang, "Choose a document first.", "请先选择文档。")), None
-        return gr.update(visible=True), warning_md(text(
-            lang, "Delete **{file}** from **{kb}**? This cannot be undone.",
-            "从 **{kb}** 删除 **{file}**？此操作无法撤销。").format(file=md_literal(file), kb=md_literal(kb))), \
-            {"kb": kb, "file": file}
+        return (
+            gr.update(visible=True),
+            warning_md(
+                text(
+                    lang,
+                    "Delete **{file}** from **{kb}**? This cannot be undone.",
+                    "从 **{kb}** 删除 **{file}**？此操作无法撤销。",
+                ).format(file=md_literal(file), kb=md_literal(kb))
+            ),
+            {"kb": kb, "file": file},
+        )
 
-    @shows_errors("delete the document", outputs=lambda line, **_: (
-        warning_md(line), hidden(), gr.skip(), gr.skip(), None))
+    @shows_errors(
+        "delete the document", outputs=lambda line, **_: (warning_md(line), hidden(), gr.skip(), gr.skip(), None)
+    )
     def delete_document(self, pending: Optional[dict[str, str]], request: gr.Request = None) -> tuple:
         """Outputs: status, confirmation row, documents table, file picker, pending."""
         lang = lang_of(request)
         if not pending:
-            return warning_md(text(lang, "Choose a document first.", "请先选择文档。")), hidden(), gr.skip(), gr.skip(), None
+            return (
+                warning_md(text(lang, "Choose a document first.", "请先选择文档。")),
+                hidden(),
+                gr.skip(),
+                gr.skip(),
+                None,
+            )
         kb = pending["kb"]
         doc = self.service.delete_document(kb, pending["file"])
-        return (f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}**", hidden(),
-                self.documents_table(kb, request), self.file_choices(kb), None)
+        return (
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}**",
+            hidden(),
+            self.documents_table(kb, request),
+            self.file_choices(kb),
+            None,
+        )
 
     def close_confirmation(self) -> tuple:
         """A confirmation is about what was selected when it was asked: any new selection closes it."""
@@ -187,8 +232,7 @@ class KBHandlers:
 
     # -- upload ---------------------------------------------------------------------------------
 
-    def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None,
-               request: gr.Request = None) -> tuple:
+    def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
         browser id (made here on a browser's first upload). Runs with preprocess=False: ``files`` are
         FileData dicts, which carry the user's original names. The chosen files stay in the box unless the
@@ -202,14 +246,29 @@ class KBHandlers:
             log.info("KB tab upload refused: %s", exc)
             return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None, gr.skip()
         if not paths:
-            return (warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")), gr.skip(),
-                    gr.skip(), gr.skip(), gr.skip())
+            return (
+                warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+            )
         browser = browser or new_browser_id()
         job = self.jobs.start(user_key(request, browser), kb, paths, names)
         if job is None:
-            return (warning_md(text(lang, "An upload into this knowledge base is already running; wait for it or "
-                                    "cancel it.", "此知识库已有上传在进行；请等待或取消。")),
-                    gr.skip(), gr.skip(), gr.skip(), browser)
+            return (
+                warning_md(
+                    text(
+                        lang,
+                        "An upload into this knowledge base is already running; wait for it or cancel it.",
+                        "此知识库已有上传在进行；请等待或取消。",
+                    )
+                ),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+                browser,
+            )
         return job_progress_html(job, lang, self.model_preparing), gr.skip(), gr.update(active=True), None, browser
 
     def poll(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
@@ -220,10 +279,18 @@ class KBHandlers:
         if job is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False)
         if job.running:
-            return (job_progress_html(job, lang, self.model_preparing), self.documents_table(kb, request), gr.skip(),
-                    gr.skip())
-        return (self.job_result(job, lang), self.documents_table(kb, request), self.file_choices(kb),
-                gr.update(active=False))
+            return (
+                job_progress_html(job, lang, self.model_preparing),
+                self.documents_table(kb, request),
+                gr.skip(),
+                gr.skip(),
+            )
+        return (
+            self.job_result(job, lang),
+            self.documents_table(kb, request),
+            self.file_choices(kb),
+            gr.update(active=False),
+        )
 
     def attach(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
@@ -255,29 +322,49 @@ class KBHandlers:
     # -- quality checks -------------------------------------------------------------------------
 
     @shows_errors("run the self-test")
-    def selftest(self, kb: Optional[str], samples: float, request: gr.Request = None,
-                 progress: gr.Progress = gr.Progress()) -> str:
+    def selftest(
+        self, kb: Optional[str], samples: float, request: gr.Request = None, progress: gr.Progress = gr.Progress()
+    ) -> str:
         lang = lang_of(request)
         if not kb:
             return warning_md(choose_kb_first(lang))
 
         def on_progress(event: ProgressEvent) -> None:
-            progress(event.fraction, desc=text(lang, "self-test question {i} of {n}", "自测问题 {i}/{n}").format(
-                i=event.current, n=event.total))
+            progress(
+                event.fraction,
+                desc=text(lang, "self-test question {i} of {n}", "自测问题 {i}/{n}").format(
+                    i=event.current, n=event.total
+                ),
+            )
 
         report = self.service.selftest(kb, samples=int(samples or 50), progress=on_progress)
         return dict_markdown(report, lang)
 
     @shows_errors("run the evaluation")
-    def evaluate(self, kb: Optional[str], qa_path: str, docs_dir: str, use_current_kb: bool, modes: list[str],
-                 limit: float, request: gr.Request = None, progress: gr.Progress = gr.Progress()) -> str:
+    def evaluate(
+        self,
+        kb: Optional[str],
+        qa_path: str,
+        docs_dir: str,
+        use_current_kb: bool,
+        modes: list[str],
+        limit: float,
+        request: gr.Request = None,
+        progress: gr.Progress = gr.Progress(),
+    ) -> str:
         qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
 
         def on_progress(event: ProgressEvent) -> None:
             progress(event.fraction if event.file_count else 0.0, desc=event.message or event.stage)
 
-        report = self.service.evaluate(qa, docs, kb_name=kb if use_current_kb else None,
-                                       modes=modes or EVAL_MODES, limit=int(limit or 0), progress=on_progress)
+        report = self.service.evaluate(
+            qa,
+            docs,
+            kb_name=kb if use_current_kb else None,
+            modes=modes or EVAL_MODES,
+            limit=int(limit or 0),
+            progress=on_progress,
+        )
         return f"```text\n{self.service.eval_report_text(report)}\n```"
 
 
@@ -287,8 +374,11 @@ def _no_documents(kb: Optional[str], line: str, request: Optional[gr.Request]) -
 
 
 def another_upload_runs(lang: str) -> str:
-    return text(lang, "An upload started in another browser is running in this knowledge base; only that "
-                "browser can cancel it.", "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。")
+    return text(
+        lang,
+        "An upload started in another browser is running in this knowledge base; only that browser can cancel it.",
+        "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。",
+    )
 
 
 def choose_kb_first(lang: str) -> str:

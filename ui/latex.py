@@ -48,7 +48,7 @@ def protect_currency(text: str) -> str:
     pieces: list[str] = []
     position = 0
     for match in _PROTECTED.finditer(text):
-        pieces.append(_escape_money(text[position:match.start()]))
+        pieces.append(_escape_money(text[position : match.start()]))
         pieces.append(match.group(0))
         position = match.end()
     pieces.append(_escape_money(text[position:]))
@@ -58,8 +58,9 @@ def protect_currency(text: str) -> str:
 def _escape_money(text: str) -> str:
     if "$" not in text:
         return text
-    return _MONEY.sub(lambda m: CURRENCY_HTML + m.group("amount") + m.group("suffix") if _is_money(m)
-                      else m.group(0), text)
+    return _MONEY.sub(
+        lambda m: CURRENCY_HTML + m.group("amount") + m.group("suffix") if _is_money(m) else m.group(0), text
+    )
 
 
 def _is_money(match: re.Match[str]) -> bool:
@@ -105,6 +106,8 @@ def md_literal(name: str) -> str:
         else:
             out.append(char)
     return "".join(out)
+
+
 # A display formula as the parser writes it (a PP-StructureV3 formula block): "$$ <LaTeX> $$".
 _PARSED_FORMULA = re.compile(r"\$\$ [^$\n]+? \$\$")
 
@@ -115,7 +118,7 @@ def document_text(text: str) -> str:
     pieces: list[str] = []
     position = 0
     for match in _PARSED_FORMULA.finditer(text):
-        pieces += [literal_text(text[position:match.start()]), match.group(0)]
+        pieces += [literal_text(text[position : match.start()]), match.group(0)]
         position = match.end()
     pieces.append(literal_text(text[position:]))
     return "".join(pieces)

@@ -28,14 +28,18 @@ log = logging.getLogger(__name__)
 
 EMBEDDING_PROVIDERS = list(EmbeddingSettings.model_fields["provider"].annotation.__args__)
 OCR_ENGINES = list(OCRSettings.model_fields["engine"].annotation.__args__)
-OPERATOR_NOTE = ("You are the operator: changes apply to this whole server at once, for every user, and "
-                   "are not saved. Keys are never shown.",
-                   "你是管理员：修改立即作用于整个服务器的所有用户，不会保存。密钥永不显示。")
-SESSION_NOTE = ("Changes apply to your browser session only (your own chat model, endpoint and key, kept "
-                  "in server memory until you close the page). Embedding, OCR and the server's model are set "
-                  "by the operator.",
-                  "修改仅作用于你的浏览器会话（你自己的对话模型、接口与密钥，仅保存在服务器内存中，关闭页面即失效）。"
-                  "向量模型、OCR 与服务器模型由管理员设置。")
+OPERATOR_NOTE = (
+    "You are the operator: changes apply to this whole server at once, for every user, and "
+    "are not saved. Keys are never shown.",
+    "你是管理员：修改立即作用于整个服务器的所有用户，不会保存。密钥永不显示。",
+)
+SESSION_NOTE = (
+    "Changes apply to your browser session only (your own chat model, endpoint and key, kept "
+    "in server memory until you close the page). Embedding, OCR and the server's model are set "
+    "by the operator.",
+    "修改仅作用于你的浏览器会话（你自己的对话模型、接口与密钥，仅保存在服务器内存中，关闭页面即失效）。"
+    "向量模型、OCR 与服务器模型由管理员设置。",
+)
 
 
 def key_status(secret: Optional[SecretStr], lang: str = "en") -> str:
@@ -77,9 +81,19 @@ class SettingsHandlers:
         own model."""
         s = self.service.settings
         llm = profile or s.llm
-        return (llm.base_url, llm.model, llm.vision_model, key_status(llm.api_key, lang), s.embedding.provider,
-                s.embedding.model, s.embedding.base_url, key_status(s.embedding.api_key, lang), s.ocr.engine,
-                s.milvus_uri, llm.timeout)
+        return (
+            llm.base_url,
+            llm.model,
+            llm.vision_model,
+            key_status(llm.api_key, lang),
+            s.embedding.provider,
+            s.embedding.model,
+            s.embedding.base_url,
+            key_status(s.embedding.api_key, lang),
+            s.ocr.engine,
+            s.milvus_uri,
+            llm.timeout,
+        )
 
     def page_values(self, profile: Optional[LLMSettings], request: gr.Request) -> tuple:
         """Page load: who this user is (the note), then the fields; server-wide ones locked for sessions."""
@@ -90,49 +104,107 @@ class SettingsHandlers:
             values[index] = gr.update(value=values[index], interactive=operator)
         return (text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE)), *values)
 
-    @shows_errors("apply the settings", outputs=lambda line, self, lang, **_: (
-        warning_md(line), *self.current_values(None, lang), "", ""))
-    def apply(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
-              embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
-              llm_timeout: Optional[float] = None, lang: str = "en") -> tuple:
+    @shows_errors(
+        "apply the settings",
+        outputs=lambda line, self, lang, **_: (warning_md(line), *self.current_values(None, lang), "", ""),
+    )
+    def apply(
+        self,
+        llm_url: str,
+        llm_model: str,
+        vision_model: str,
+        llm_key: str,
+        provider: str,
+        embedding_model: str,
+        embedding_url: str,
+        embedding_key: str,
+        ocr_engine: str,
+        llm_timeout: Optional[float] = None,
+        lang: str = "en",
+    ) -> tuple:
         """Server-wide (the operator). Outputs: status, every field of ``current_values``, both key boxes.
         An empty number keeps its current value."""
         current = self.service.settings
         llm_url, embedding_url = (llm_url or "").strip(), (embedding_url or "").strip()
-        new_settings = with_changes(current, {
-            "llm": {"base_url": llm_url, "model": (llm_model or "").strip(),
+        new_settings = with_changes(
+            current,
+            {
+                "llm": {
+                    "base_url": llm_url,
+                    "model": (llm_model or "").strip(),
                     "vision_model": (vision_model or "").strip(),
                     "timeout": current.llm.timeout if llm_timeout is None else llm_timeout,
-                    "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url)},
-            "embedding": {"provider": provider, "model": (embedding_model or "").strip(),
-                          "base_url": embedding_url,
-                          "api_key": bound_key(embedding_key, current.embedding.api_key,
-                                               current.embedding.base_url or current.llm.base_url,
-                                               embedding_url or llm_url)},
-            "ocr": {"engine": ocr_engine},
-        })
+                    "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url),
+                },
+                "embedding": {
+                    "provider": provider,
+                    "model": (embedding_model or "").strip(),
+                    "base_url": embedding_url,
+                    "api_key": bound_key(
+                        embedding_key,
+                        current.embedding.api_key,
+                        current.embedding.base_url or current.llm.base_url,
+                        embedding_url or llm_url,
+                    ),
+                },
+                "ocr": {"engine": ocr_engine},
+            },
+        )
         self.service.reconfigure(new_settings)
         log.info("settings changed from the web page: %s", _summary(new_settings))
         applied = text(lang, "Applied to this server (not saved to disk).", "已应用于本服务器（未写入磁盘）。")
         return (f"{icon('ok')} {applied}", *self.current_values(None, lang), "", "")
 
-    def apply_from_page(self, llm_url: str, llm_model: str, vision_model: str, llm_key: str, provider: str,
-                        embedding_model: str, embedding_url: str, embedding_key: str, ocr_engine: str,
-                        llm_timeout: Optional[float], profile: Optional[LLMSettings], request: gr.Request) -> tuple:
+    def apply_from_page(
+        self,
+        llm_url: str,
+        llm_model: str,
+        vision_model: str,
+        llm_key: str,
+        provider: str,
+        embedding_model: str,
+        embedding_url: str,
+        embedding_key: str,
+        ocr_engine: str,
+        llm_timeout: Optional[float],
+        profile: Optional[LLMSettings],
+        request: gr.Request,
+    ) -> tuple:
         """The Apply button: server-wide for the operator, else this session's own model profile.
         Outputs: those of ``apply``, then the session profile."""
         lang = lang_of(request)
         if self.is_operator(request):
-            return (*self.apply(llm_url, llm_model, vision_model, llm_key, provider, embedding_model,
-                                embedding_url, embedding_key, ocr_engine, llm_timeout, lang), profile)
+            return (
+                *self.apply(
+                    llm_url,
+                    llm_model,
+                    vision_model,
+                    llm_key,
+                    provider,
+                    embedding_model,
+                    embedding_url,
+                    embedding_key,
+                    ocr_engine,
+                    llm_timeout,
+                    lang,
+                ),
+                profile,
+            )
         base = profile or self.service.settings.llm
         llm_url = (llm_url or "").strip()
         try:
-            changed = with_changes(self.service.settings, {"llm": {
-                "base_url": llm_url, "model": (llm_model or "").strip(),
-                "vision_model": (vision_model or "").strip(),
-                "timeout": base.timeout if llm_timeout is None else llm_timeout,
-                "api_key": bound_key(llm_key, base.api_key, base.base_url, llm_url)}})
+            changed = with_changes(
+                self.service.settings,
+                {
+                    "llm": {
+                        "base_url": llm_url,
+                        "model": (llm_model or "").strip(),
+                        "vision_model": (vision_model or "").strip(),
+                        "timeout": base.timeout if llm_timeout is None else llm_timeout,
+                        "api_key": bound_key(llm_key, base.api_key, base.base_url, llm_url),
+                    }
+                },
+            )
         except SettingsError as exc:
             return (warning_md(translate_error(str(exc), lang)), *self.current_values(profile, lang), "", "", profile)
         log.info("a session chose its own model: %s:%s", changed.llm.base_url or "-", changed.llm.model or "-")
@@ -145,8 +217,7 @@ class SettingsHandlers:
 
     def check_vision(self, profile: Optional[LLMSettings] = None, request: gr.Request = None) -> str:
         lang = lang_of(request)
-        return self._check(text(lang, "Vision model", "视觉模型"), lambda: self.service.check_llm(True, profile),
-                           lang)
+        return self._check(text(lang, "Vision model", "视觉模型"), lambda: self.service.check_llm(True, profile), lang)
 
     def check_embedding(self, request: gr.Request = None) -> str:
         lang = lang_of(request)
@@ -159,8 +230,10 @@ class SettingsHandlers:
 
 
 def _summary(settings: Settings) -> str:
-    return (f"llm={settings.llm.base_url or '-'}:{settings.llm.model or '-'} vision={settings.vision_model or '-'} "
-            f"embedding={settings.embedding.provider}:{settings.embedding.model} ocr={settings.ocr.engine}")
+    return (
+        f"llm={settings.llm.base_url or '-'}:{settings.llm.model or '-'} vision={settings.vision_model or '-'} "
+        f"embedding={settings.embedding.provider}:{settings.embedding.model} ocr={settings.ocr.engine}"
+    )
 
 
 def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> SettingsFields:
@@ -172,60 +245,159 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
     with gr.Group():
         gr.Markdown(f"#### {label('Language model', '大语言模型')}", elem_classes="dl-section-title")
         with gr.Row():
-            llm_url = gr.Textbox(label=label("Endpoint (OpenAI-compatible base URL)", "接口地址"), value=values[0],
-                                 elem_id="settings-llm-url", scale=3, min_width=240)
-            llm_model = gr.Textbox(label=label("Chat model", "对话模型"), value=values[1], elem_id="settings-llm-model",
-                                   scale=2, min_width=160)
-            vision_model = gr.Textbox(label=label("Vision model (empty: chat model)", "视觉模型（空：同对话模型）"),
-                                      value=values[2], elem_id="settings-vision-model", scale=2, min_width=160)
+            llm_url = gr.Textbox(
+                label=label("Endpoint (OpenAI-compatible base URL)", "接口地址"),
+                value=values[0],
+                elem_id="settings-llm-url",
+                scale=3,
+                min_width=240,
+            )
+            llm_model = gr.Textbox(
+                label=label("Chat model", "对话模型"),
+                value=values[1],
+                elem_id="settings-llm-model",
+                scale=2,
+                min_width=160,
+            )
+            vision_model = gr.Textbox(
+                label=label("Vision model (empty: chat model)", "视觉模型（空：同对话模型）"),
+                value=values[2],
+                elem_id="settings-vision-model",
+                scale=2,
+                min_width=160,
+            )
         with gr.Row(elem_classes="dl-kb-row"):
-            llm_key_status = gr.Textbox(label=label("API key", "密钥"), value=values[3], interactive=False,
-                                        elem_id="settings-llm-key-status", scale=1, min_width=120)
-            llm_key = gr.Textbox(label=label("New API key (memory only)", "新密钥（仅内存）"), type="password",
-                                 elem_id="settings-llm-key", scale=2, min_width=180)
+            llm_key_status = gr.Textbox(
+                label=label("API key", "密钥"),
+                value=values[3],
+                interactive=False,
+                elem_id="settings-llm-key-status",
+                scale=1,
+                min_width=120,
+            )
+            llm_key = gr.Textbox(
+                label=label("New API key (memory only)", "新密钥（仅内存）"),
+                type="password",
+                elem_id="settings-llm-key",
+                scale=2,
+                min_width=180,
+            )
             test_llm = gr.Button(label("Test chat", "测试对话"), elem_id="settings-test-llm", scale=1, min_width=120)
-            test_vision = gr.Button(label("Test vision", "测试视觉"), elem_id="settings-test-vision", scale=1,
-                                    min_width=120)
-            llm_timeout = gr.Number(label=label("Timeout (s)", "超时（秒）"), value=values[10],
-                                    elem_id="settings-llm-timeout", scale=1, min_width=120)
+            test_vision = gr.Button(
+                label("Test vision", "测试视觉"), elem_id="settings-test-vision", scale=1, min_width=120
+            )
+            llm_timeout = gr.Number(
+                label=label("Timeout (s)", "超时（秒）"),
+                value=values[10],
+                elem_id="settings-llm-timeout",
+                scale=1,
+                min_width=120,
+            )
     with gr.Group():
         gr.Markdown(f"#### {label('Embedding', '向量模型')}", elem_classes="dl-section-title")
         with gr.Row():
-            provider = gr.Dropdown(EMBEDDING_PROVIDERS, value=values[4], label=label("Provider", "提供方"),
-                                   elem_id="settings-embedding-provider", scale=1, min_width=160)
-            embedding_model = gr.Textbox(label=label("Model", "模型"), value=values[5],
-                                         elem_id="settings-embedding-model", scale=2, min_width=200)
-            embedding_url = gr.Textbox(label=label("Endpoint (openai provider; empty: the LLM's)", "接口地址"),
-                                       value=values[6], elem_id="settings-embedding-url", scale=2, min_width=200)
+            provider = gr.Dropdown(
+                EMBEDDING_PROVIDERS,
+                value=values[4],
+                label=label("Provider", "提供方"),
+                elem_id="settings-embedding-provider",
+                scale=1,
+                min_width=160,
+            )
+            embedding_model = gr.Textbox(
+                label=label("Model", "模型"),
+                value=values[5],
+                elem_id="settings-embedding-model",
+                scale=2,
+                min_width=200,
+            )
+            embedding_url = gr.Textbox(
+                label=label("Endpoint (openai provider; empty: the LLM's)", "接口地址"),
+                value=values[6],
+                elem_id="settings-embedding-url",
+                scale=2,
+                min_width=200,
+            )
         with gr.Row(elem_classes="dl-kb-row"):
-            embedding_key_status = gr.Textbox(label=label("API key", "密钥"), value=values[7], interactive=False,
-                                              elem_id="settings-embedding-key-status", scale=1, min_width=120)
-            embedding_key = gr.Textbox(label=label("New API key (memory only)", "新密钥（仅内存）"), type="password",
-                                       elem_id="settings-embedding-key", scale=2, min_width=180)
-            test_embedding = gr.Button(label("Test embedding", "测试向量"), elem_id="settings-test-embedding", scale=1,
-                                       min_width=140)
+            embedding_key_status = gr.Textbox(
+                label=label("API key", "密钥"),
+                value=values[7],
+                interactive=False,
+                elem_id="settings-embedding-key-status",
+                scale=1,
+                min_width=120,
+            )
+            embedding_key = gr.Textbox(
+                label=label("New API key (memory only)", "新密钥（仅内存）"),
+                type="password",
+                elem_id="settings-embedding-key",
+                scale=2,
+                min_width=180,
+            )
+            test_embedding = gr.Button(
+                label("Test embedding", "测试向量"), elem_id="settings-test-embedding", scale=1, min_width=140
+            )
     with gr.Group():
         gr.Markdown(f"#### {label('OCR and storage', 'OCR 与存储')}", elem_classes="dl-section-title")
         with gr.Row():
-            ocr_engine = gr.Dropdown(OCR_ENGINES, value=values[8], label=label("OCR engine", "OCR 引擎"),
-                                     elem_id="settings-ocr-engine", scale=1, min_width=160)
-            milvus_uri = gr.Textbox(label=label("Milvus URI (restart to change)", "Milvus 地址（需重启修改）"),
-                                    value=values[9], interactive=False, elem_id="settings-milvus-uri", scale=3,
-                                    min_width=240)
+            ocr_engine = gr.Dropdown(
+                OCR_ENGINES,
+                value=values[8],
+                label=label("OCR engine", "OCR 引擎"),
+                elem_id="settings-ocr-engine",
+                scale=1,
+                min_width=160,
+            )
+            milvus_uri = gr.Textbox(
+                label=label("Milvus URI (restart to change)", "Milvus 地址（需重启修改）"),
+                value=values[9],
+                interactive=False,
+                elem_id="settings-milvus-uri",
+                scale=3,
+                min_width=240,
+            )
     apply = gr.Button(label("Apply", "应用"), variant="primary", elem_id="settings-apply")
     status = gr.Markdown("", elem_id="settings-status")
 
-    fields = [llm_url, llm_model, vision_model, llm_key_status, provider, embedding_model, embedding_url,
-              embedding_key_status, ocr_engine, milvus_uri, llm_timeout]
-    apply.click(handlers.apply_from_page, [llm_url, llm_model, vision_model, llm_key, provider, embedding_model,
-                                           embedding_url, embedding_key, ocr_engine, llm_timeout, profile],
-                [status, *fields, llm_key, embedding_key, profile], api_name="settings_apply",
-                api_visibility="private")
+    fields = [
+        llm_url,
+        llm_model,
+        vision_model,
+        llm_key_status,
+        provider,
+        embedding_model,
+        embedding_url,
+        embedding_key_status,
+        ocr_engine,
+        milvus_uri,
+        llm_timeout,
+    ]
+    apply.click(
+        handlers.apply_from_page,
+        [
+            llm_url,
+            llm_model,
+            vision_model,
+            llm_key,
+            provider,
+            embedding_model,
+            embedding_url,
+            embedding_key,
+            ocr_engine,
+            llm_timeout,
+            profile,
+        ],
+        [status, *fields, llm_key, embedding_key, profile],
+        api_name="settings_apply",
+        api_visibility="private",
+    )
     test_llm.click(handlers.check_llm, profile, status, api_name="settings_test_llm", api_visibility="undocumented")
-    test_vision.click(handlers.check_vision, profile, status, api_name="settings_test_vision",
-                      api_visibility="undocumented")
-    test_embedding.click(handlers.check_embedding, None, status, api_name="settings_test_embedding",
-                         api_visibility="undocumented")
+    test_vision.click(
+        handlers.check_vision, profile, status, api_name="settings_test_vision", api_visibility="undocumented"
+    )
+    test_embedding.click(
+        handlers.check_embedding, None, status, api_name="settings_test_embedding", api_visibility="undocumented"
+    )
     return SettingsFields(handlers, [note, *fields], profile)
 
 

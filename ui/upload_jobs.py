@@ -64,8 +64,7 @@ class UploadJobs:
                 return None
             job = UploadJob(user, kb, list(names))
             self._jobs[(user, kb)] = job
-        thread = threading.Thread(target=self._run, args=(job, list(paths)), name=f"doclens-upload-{kb}",
-                                  daemon=True)
+        thread = threading.Thread(target=self._run, args=(job, list(paths)), name=f"doclens-upload-{kb}", daemon=True)
         thread.start()
         return job
 
@@ -74,8 +73,7 @@ class UploadJobs:
             job.event = event
 
         try:
-            job.results = self._ingest(job.kb, paths, progress=on_progress, cancel=job.cancel,
-                                       display_names=job.names)
+            job.results = self._ingest(job.kb, paths, progress=on_progress, cancel=job.cancel, display_names=job.names)
         except Exception as exc:  # shown to the user by the page polling the job
             job.error = exc
         finally:

@@ -31,8 +31,9 @@ from backend.errors import DocLensError
 
 log = logging.getLogger(__name__)
 
-NOT_RECEIVED = ("a file was not received by this server's upload: upload PDFs through the page or with "
-                "gradio_client.handle_file")
+NOT_RECEIVED = (
+    "a file was not received by this server's upload: upload PDFs through the page or with gradio_client.handle_file"
+)
 SERVED_FOLDER = "doclens-shown"
 CLAIMED_FOLDER = "doclens-claimed"  # uploads taken by a request, until indexed or refused
 SHARED_FOLDERS = (SERVED_FOLDER, CLAIMED_FOLDER)  # parents of each server's own folder: never removed
@@ -80,8 +81,12 @@ class ReceivedUploads:
         root = self.upload_dir.resolve()
         for path, _ in entries:
             real = Path(os.path.realpath(path))
-            if os.path.abspath(path) not in received or not real.is_relative_to(root) or not real.is_file() \
-                    or real.is_relative_to(root / CLAIMED_FOLDER):
+            if (
+                os.path.abspath(path) not in received
+                or not real.is_relative_to(root)
+                or not real.is_file()
+                or real.is_relative_to(root / CLAIMED_FOLDER)
+            ):
                 self.discard(p for p, _ in entries)  # the caller logs the refusal (one line)
                 raise UploadRefused(NOT_RECEIVED)
         return [self._claim(path, root) for path, _ in entries], [Path(name).name for _, name in entries]
@@ -122,8 +127,12 @@ def _remove_inside(path: Path, root: Path) -> None:
     try:
         real.unlink(missing_ok=True)
         folder = real.parent
-        while folder != root and folder.is_relative_to(root) and folder.name not in SHARED_FOLDERS \
-                and not any(folder.iterdir()):
+        while (
+            folder != root
+            and folder.is_relative_to(root)
+            and folder.name not in SHARED_FOLDERS
+            and not any(folder.iterdir())
+        ):
             folder.rmdir()
             folder = folder.parent
     except OSError as exc:

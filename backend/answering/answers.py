@@ -15,9 +15,16 @@ from backend.types import Answer, AnswerUpdate, Source
 logger = logging.getLogger(__name__)
 
 
-def answer_stream(llm: Optional[LLMClient], question: str, sources: Sequence[Source], confidence: float,
-                  history: HistoryLike = None, *, language: Optional[str] = None,
-                  searched_question: Optional[str] = None) -> Iterator[AnswerUpdate]:
+def answer_stream(
+    llm: Optional[LLMClient],
+    question: str,
+    sources: Sequence[Source],
+    confidence: float,
+    history: HistoryLike = None,
+    *,
+    language: Optional[str] = None,
+    searched_question: Optional[str] = None,
+) -> Iterator[AnswerUpdate]:
     """Stream an answer from the model; the last update has done=True and the final Answer.
 
     Without a model, or when the model fails (even mid-answer), the final Answer quotes the best
@@ -47,8 +54,9 @@ def answer_stream(llm: Optional[LLMClient], question: str, sources: Sequence[Sou
     if failure is not None or not text.strip():
         reason = str(failure) if failure else "the model returned an empty answer"
         logger.warning("answering with the model failed, quoting passages instead: %s", reason)
-        yield _final(extractive_answer(question, numbered, confidence, model_failed_notice(reason),
-                                       searched_question=searched))
+        yield _final(
+            extractive_answer(question, numbered, confidence, model_failed_notice(reason), searched_question=searched)
+        )
         return
     answer = _llm_answer(text, numbered, confidence, searched)
     yield _final(_marked_cut_off(answer, cut_off.reason) if cut_off else answer)
@@ -62,8 +70,14 @@ def _marked_cut_off(answer: Answer, reason: str) -> Answer:
     return answer
 
 
-def answer_question(llm: Optional[LLMClient], question: str, sources: Sequence[Source], confidence: float,
-                    history: HistoryLike = None, **options: Any) -> Answer:
+def answer_question(
+    llm: Optional[LLMClient],
+    question: str,
+    sources: Sequence[Source],
+    confidence: float,
+    history: HistoryLike = None,
+    **options: Any,
+) -> Answer:
     """The final Answer of answer_stream, for callers that do not stream (CLI, API)."""
     final: Optional[Answer] = None
     for update in answer_stream(llm, question, sources, confidence, history, **options):

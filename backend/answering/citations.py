@@ -15,7 +15,7 @@ def _outside_math(text: str) -> list[tuple[bool, str]]:
     position = 0
     for match in MATH.finditer(text):
         if match.start() > position:
-            pieces.append((False, text[position:match.start()]))
+            pieces.append((False, text[position : match.start()]))
         pieces.append((True, match.group(0)))
         position = match.end()
     if position < len(text):

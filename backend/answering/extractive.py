@@ -17,7 +17,6 @@ NO_MODEL_NOTICE = "No language model is configured, so this answer quotes the mo
 NO_SOURCES_TEXT = "The documents in this knowledge base contain no passage that matches the question."
 
 
-
 def split_sentences(text: str) -> list[str]:
     """Sentences of a passage (Chinese and Western punctuation), never cutting inside a formula."""
     formulas: list[str] = []
@@ -65,15 +64,29 @@ def format_passage(number: int, source: Source, excerpt: str) -> str:
     return f"**[{number}] {source_label(source)}** · relevance {source.relevance:.0f}%\n{quoted}"
 
 
-def extractive_answer(question: str, sources: Sequence[Source], confidence: float, reason: str = NO_MODEL_NOTICE,
-                      *, searched_question: Optional[str] = None, max_passages: int = EXTRACTIVE_PASSAGES) -> Answer:
+def extractive_answer(
+    question: str,
+    sources: Sequence[Source],
+    confidence: float,
+    reason: str = NO_MODEL_NOTICE,
+    *,
+    searched_question: Optional[str] = None,
+    max_passages: int = EXTRACTIVE_PASSAGES,
+) -> Answer:
     """An answer made of the best passages (file, page, relevance, trimmed excerpt) and one notice line."""
     notice = reason or NO_MODEL_NOTICE
     numbered = list(sources)
     if not numbered:
-        return Answer(f"_{notice}_\n\n{NO_SOURCES_TEXT}", "extractive", confidence, [], notice=notice,
-                      question=searched_question or question)
-    passages = [format_passage(n, s, best_excerpt(question, s.text))
-                for n, s in enumerate(numbered[:max_passages], start=1)]
+        return Answer(
+            f"_{notice}_\n\n{NO_SOURCES_TEXT}",
+            "extractive",
+            confidence,
+            [],
+            notice=notice,
+            question=searched_question or question,
+        )
+    passages = [
+        format_passage(n, s, best_excerpt(question, s.text)) for n, s in enumerate(numbered[:max_passages], start=1)
+    ]
     text = f"_{notice}_\n\n" + "\n\n".join(passages)
     return Answer(text, "extractive", confidence, numbered, notice=notice, question=searched_question or question)

@@ -103,9 +103,18 @@ def detect_image_mime(data: bytes, default: str = "image/png") -> str:
     return default
 
 
-def answer_about_figure(llm: Optional[LLMClient], question: str, figure: Figure, image_bytes: Optional[bytes],
-                        mime: Optional[str] = None, context: str = "", sources: Sequence[Source] = (),
-                        confidence: float = 0.0, *, language: Optional[str] = None) -> Answer:
+def answer_about_figure(
+    llm: Optional[LLMClient],
+    question: str,
+    figure: Figure,
+    image_bytes: Optional[bytes],
+    mime: Optional[str] = None,
+    context: str = "",
+    sources: Sequence[Source] = (),
+    confidence: float = 0.0,
+    *,
+    language: Optional[str] = None,
+) -> Answer:
     """Answer a question about one figure with the vision model, falling back to text, then to quotes."""
     if llm is None or not llm.configured:
         return _figure_extractive(question, figure, context, sources, confidence, NO_MODEL_NOTICE)
@@ -113,21 +122,30 @@ def answer_about_figure(llm: Optional[LLMClient], question: str, figure: Figure,
     instruction = language_instruction(question, language)
     reply, vision_failure = _vision_reply(llm, prompt, image_bytes, mime, instruction)
     if reply:
-        return Answer(f"About {figure_label(figure)}:\n\n{reply}", "vision", confidence, list(sources),
-                      figure=figure, question=question)
-    return _answer_from_figure_text(llm, question, figure, context, sources, confidence, prompt, instruction,
-                                    vision_failure)
+        return Answer(
+            f"About {figure_label(figure)}:\n\n{reply}",
+            "vision",
+            confidence,
+            list(sources),
+            figure=figure,
+            question=question,
+        )
+    return _answer_from_figure_text(
+        llm, question, figure, context, sources, confidence, prompt, instruction, vision_failure
+    )
 
 
-def _vision_reply(llm: LLMClient, prompt: str, image_bytes: Optional[bytes], mime: Optional[str],
-                  instruction: str) -> tuple[str, str]:
+def _vision_reply(
+    llm: LLMClient, prompt: str, image_bytes: Optional[bytes], mime: Optional[str], instruction: str
+) -> tuple[str, str]:
     """The vision model's answer (stripped), or "" and the reason there is none."""
     if not image_bytes:
         return "", "the figure's image is missing"
     real_mime = detect_image_mime(image_bytes, default=mime or "image/png")
     try:
-        reply = llm.vision(prompt, image_bytes, real_mime,
-                           system=FIGURE_SYSTEM_PROMPT.format(language_instruction=instruction))
+        reply = llm.vision(
+            prompt, image_bytes, real_mime, system=FIGURE_SYSTEM_PROMPT.format(language_instruction=instruction)
+        )
     except LLMError as exc:
         logger.warning("vision answer failed, answering from the figure's text: %s", exc)
         return "", _vision_failure_reason(exc)
@@ -136,29 +154,55 @@ def _vision_reply(llm: LLMClient, prompt: str, image_bytes: Optional[bytes], mim
     return "", "the vision model returned an empty answer"
 
 
-def _answer_from_figure_text(llm: LLMClient, question: str, figure: Figure, context: str,
-                             sources: Sequence[Source], confidence: float, prompt: str, instruction: str,
-                             vision_failure: str) -> Answer:
+def _answer_from_figure_text(
+    llm: LLMClient,
+    question: str,
+    figure: Figure,
+    context: str,
+    sources: Sequence[Source],
+    confidence: float,
+    prompt: str,
+    instruction: str,
+    vision_failure: str,
+) -> Answer:
     """The text model on the figure's caption and context; quotes if it fails too."""
-    notice = (f"The vision model could not read the image ({vision_failure}); this answer uses the figure's "
-              f"caption and the text around it only.")
-    messages = [{"role": "system", "content": FIGURE_TEXT_SYSTEM_PROMPT.format(language_instruction=instruction)},
-                {"role": "user", "content": prompt}]
+    notice = (
+        f"The vision model could not read the image ({vision_failure}); this answer uses the figure's "
+        f"caption and the text around it only."
+    )
+    messages = [
+        {"role": "system", "content": FIGURE_TEXT_SYSTEM_PROMPT.format(language_instruction=instruction)},
+        {"role": "user", "content": prompt},
+    ]
     try:
         reply = llm.chat(messages)
     except LLMError as exc:
-        return _figure_extractive(question, figure, context, sources, confidence,
-                                  f"{notice} The text model failed too ({str(exc).rstrip('.')}), "
-                                  f"so this answer quotes the document.")
-    return Answer(f"About {figure_label(figure)}:\n\n_{notice}_\n\n{reply.strip()}", "vision-fallback", confidence,
-                  list(sources), figure=figure, notice=notice, question=question)
+        return _figure_extractive(
+            question,
+            figure,
+            context,
+            sources,
+            confidence,
+            f"{notice} The text model failed too ({str(exc).rstrip('.')}), so this answer quotes the document.",
+        )
+    return Answer(
+        f"About {figure_label(figure)}:\n\n_{notice}_\n\n{reply.strip()}",
+        "vision-fallback",
+        confidence,
+        list(sources),
+        figure=figure,
+        notice=notice,
+        question=question,
+    )
 
 
 def _figure_prompt(question: str, figure: Figure, context: str) -> str:
-    return (f"Document: {figure.file}, page {figure.page}\n"
-            f"Figure caption: {figure.caption.strip() or '(none)'}\n\n"
-            f"Context from the document:\n{context.strip() or '(none)'}\n\n"
-            f"Question about this figure: {question.strip()}")
+    return (
+        f"Document: {figure.file}, page {figure.page}\n"
+        f"Figure caption: {figure.caption.strip() or '(none)'}\n\n"
+        f"Context from the document:\n{context.strip() or '(none)'}\n\n"
+        f"Question about this figure: {question.strip()}"
+    )
 
 
 def _vision_failure_reason(exc: LLMError) -> str:
@@ -169,15 +213,19 @@ def _vision_failure_reason(exc: LLMError) -> str:
     return message.rstrip(".")
 
 
-def _figure_extractive(question: str, figure: Figure, context: str, sources: Sequence[Source],
-                       confidence: float, notice: str) -> Answer:
+def _figure_extractive(
+    question: str, figure: Figure, context: str, sources: Sequence[Source], confidence: float, notice: str
+) -> Answer:
     excerpt = best_excerpt(question, context, max_chars=900) if context.strip() else ""
     parts = [f"About {figure_label(figure)}:", f"_{notice}_"]
     if figure.caption.strip():
         parts.append(f"**Caption:** {figure.caption.strip()}")
     if excerpt:
         parts.append("> " + excerpt)
-    parts.extend(format_passage(n, s, best_excerpt(question, s.text))
-                 for n, s in enumerate(list(sources)[:EXTRACTIVE_PASSAGES], start=1))
-    return Answer("\n\n".join(parts), "extractive", confidence, list(sources), figure=figure, notice=notice,
-                  question=question)
+    parts.extend(
+        format_passage(n, s, best_excerpt(question, s.text))
+        for n, s in enumerate(list(sources)[:EXTRACTIVE_PASSAGES], start=1)
+    )
+    return Answer(
+        "\n\n".join(parts), "extractive", confidence, list(sources), figure=figure, notice=notice, question=question
+    )

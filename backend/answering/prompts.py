@@ -66,8 +66,9 @@ def normalize_history(history: HistoryLike) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": clip(m["content"], MAX_HISTORY_MESSAGE_CHARS)} for m in recent]
 
 
-def build_prompt(question: str, sources: Sequence[Source], history: HistoryLike = None,
-                 language: Optional[str] = None) -> list[dict[str, str]]:
+def build_prompt(
+    question: str, sources: Sequence[Source], history: HistoryLike = None, language: Optional[str] = None
+) -> list[dict[str, str]]:
     """Chat messages: instructions, earlier turns, then the numbered sources and the question."""
     system = ANSWER_SYSTEM_PROMPT.format(language_instruction=language_instruction(question, language))
     user = f"Sources:\n\n{format_sources(sources)}\n\nQuestion: {question.strip()}"
@@ -84,8 +85,10 @@ def condense_question(llm: Optional[LLMClient], history: HistoryLike, question: 
     if not turns or llm is None or not llm.configured:
         return question
     conversation = "\n".join(f"{m['role'].capitalize()}: {m['content']}" for m in turns)
-    messages = [{"role": "system", "content": CONDENSE_SYSTEM_PROMPT},
-                {"role": "user", "content": f"Conversation:\n{conversation}\n\nFollow-up question: {question}"}]
+    messages = [
+        {"role": "system", "content": CONDENSE_SYSTEM_PROMPT},
+        {"role": "user", "content": f"Conversation:\n{conversation}\n\nFollow-up question: {question}"},
+    ]
     try:
         reply = llm.chat(messages, temperature=0.0, max_tokens=200)
     except LLMError as exc:

@@ -40,8 +40,14 @@ def _take(texts: Sequence[str], budget: int) -> list[str]:
     return taken
 
 
-def summarize_document(llm: Optional[LLMClient], file: str, text_chunks: Sequence[str], *,
-                       language: Optional[str] = None, max_chars: int = SUMMARY_INPUT_CHARS) -> str:
+def summarize_document(
+    llm: Optional[LLMClient],
+    file: str,
+    text_chunks: Sequence[str],
+    *,
+    language: Optional[str] = None,
+    max_chars: int = SUMMARY_INPUT_CHARS,
+) -> str:
     """A concise Markdown summary (overview, key points, formulas in LaTeX). Raises LLMError when the model
     is missing or fails, so that the caller caches only real summaries and shows fallback_summary otherwise."""
     if llm is None or not llm.configured:
@@ -49,11 +55,13 @@ def summarize_document(llm: Optional[LLMClient], file: str, text_chunks: Sequenc
     sample = sample_text(text_chunks, max_chars)
     if not sample:
         raise LLMError(f"{file} has no text to summarize")
-    user = (f"Summarize the document \"{file}\" in Markdown: start with a two or three sentence overview, then "
-            f"3 to 7 bullet points with the key ideas, methods, results and numbers. Keep formulas in LaTeX "
-            f"exactly as written ($...$ inline, $$...$$ display). "
-            f"{_summary_language_instruction(sample[:2000], language)}\n\n"
-            f"The text (excerpts from the start, middle and end when the document is long):\n\n{sample}")
+    user = (
+        f'Summarize the document "{file}" in Markdown: start with a two or three sentence overview, then '
+        f"3 to 7 bullet points with the key ideas, methods, results and numbers. Keep formulas in LaTeX "
+        f"exactly as written ($...$ inline, $$...$$ display). "
+        f"{_summary_language_instruction(sample[:2000], language)}\n\n"
+        f"The text (excerpts from the start, middle and end when the document is long):\n\n{sample}"
+    )
     reply = llm.chat([{"role": "system", "content": SUMMARY_SYSTEM_PROMPT}, {"role": "user", "content": user}])
     if not reply.strip():
         raise LLMError(f"the model returned an empty summary of {file}")

@@ -22,9 +22,12 @@ _SOFT_BREAK = re.compile(r"[\s，,、；;：:]")
 _TABLE_RULE = re.compile(r"\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?")
 _REFERENCES_HEADING = re.compile(
     r"^(?:(?:\d+|[IVX]+|[A-Z])\.?\s*)?(?:references|bibliography|literature cited|works cited|参考文献|參考文獻)"
-    r"(?:\s*[:：])?(?=\s*$|\s+\[1\]|\s+1\.\s)", re.IGNORECASE)
-_AFTER_REFERENCES = re.compile(r"^(?:(?:[A-Z]|\d+)\.?\s+)?(?:appendix|appendices|supplementary|附录|附錄)\b",
-                               re.IGNORECASE)
+    r"(?:\s*[:：])?(?=\s*$|\s+\[1\]|\s+1\.\s)",
+    re.IGNORECASE,
+)
+_AFTER_REFERENCES = re.compile(
+    r"^(?:(?:[A-Z]|\d+)\.?\s+)?(?:appendix|appendices|supplementary|附录|附錄)\b", re.IGNORECASE
+)
 _ENTRY = re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.\s+\S)")
 _YEAR = re.compile(r"\b(?:19|20)\d\d[a-z]?\b")
 _TERMINAL = re.compile(r"[。！？.!?:：;；\"”’」』)）|$]\s*$")
@@ -52,6 +55,7 @@ def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chun
 
 # ------------------------------------------------------------------------------------------- units
 
+
 def _page_units(page: PageText, size: int) -> list[_Unit]:
     units: list[_Unit] = []
     for block in _blocks(page.text):
@@ -69,7 +73,7 @@ def _blocks(text: str) -> Iterable[str]:
     """Paragraphs (split at blank lines), with every $$…$$ block kept whole as its own block."""
     position = 0
     for match in _MATH_BLOCK.finditer(text):
-        yield from _paragraphs(text[position:match.start()])
+        yield from _paragraphs(text[position : match.start()])
         yield match.group(0).strip()
         position = match.end()
     yield from _paragraphs(text[position:])
@@ -124,7 +128,7 @@ def _sentences(paragraph: str) -> list[str]:
     """Sentences with their trailing whitespace, so that concatenating them gives the paragraph back."""
     pieces, start = [], 0
     for match in _SENTENCE_END.finditer(paragraph):
-        pieces.append(paragraph[start:match.end()])
+        pieces.append(paragraph[start : match.end()])
         start = match.end()
     if start < len(paragraph):
         pieces.append(paragraph[start:])
@@ -146,11 +150,18 @@ def _hard_split(sentence: str, size: int) -> list[str]:
 
 # -------------------------------------------------------------------------------------- bibliography
 
+
 def mark_references(units: Sequence[_Unit]) -> None:
     """Units of the bibliography: from a "References" / "参考文献" heading to the end (or an appendix), or,
     without a heading, a run of at least three numbered entries with years that ends the document."""
-    heading = next((i for i in range(len(units) - 1, -1, -1)
-                    if units[i].new_paragraph and _REFERENCES_HEADING.match(units[i].text.strip())), None)
+    heading = next(
+        (
+            i
+            for i in range(len(units) - 1, -1, -1)
+            if units[i].new_paragraph and _REFERENCES_HEADING.match(units[i].text.strip())
+        ),
+        None,
+    )
     start = heading if heading is not None else _trailing_entries(units)
     if start is None:
         return
@@ -164,7 +175,7 @@ def _trailing_entries(units: Sequence[_Unit]) -> int | None:
     starts = [i for i, u in enumerate(units) if u.new_paragraph]
     first = None
     for i in reversed(starts):
-        paragraph = "".join(u.text for u in units[i:_next_start(starts, i, len(units))])
+        paragraph = "".join(u.text for u in units[i : _next_start(starts, i, len(units))])
         if not (_ENTRY.match(paragraph) and _YEAR.search(paragraph)):
             break
         first = i
@@ -178,6 +189,7 @@ def _next_start(starts: Sequence[int], i: int, end: int) -> int:
 
 
 # ------------------------------------------------------------------------------------------ packing
+
 
 class _Packer:
     def __init__(self, size: int, overlap: int) -> None:
@@ -205,8 +217,10 @@ class _Packer:
             current.append(unit)
         if current:
             self._emit(current, last=True)
-        return [Chunk(text=text, page=units_[0].page, page_end=units_[-1].page, chunk_index=i, kind=_kind(units_))
-                for i, (units_, text) in enumerate(self.chunks)]
+        return [
+            Chunk(text=text, page=units_[0].page, page_end=units_[-1].page, chunk_index=i, kind=_kind(units_))
+            for i, (units_, text) in enumerate(self.chunks)
+        ]
 
     def _fits_previous(self, units: list[_Unit], any_page: bool = False) -> bool:
         if not self.chunks:
@@ -214,8 +228,9 @@ class _Packer:
         previous_units, _ = self.chunks[-1]
         if previous_units[-1].references != units[0].references:
             return False
-        return (any_page or previous_units[-1].page == units[0].page) and \
-            len(_join(previous_units + units)) <= self.size + self.min_chunk
+        return (any_page or previous_units[-1].page == units[0].page) and len(
+            _join(previous_units + units)
+        ) <= self.size + self.min_chunk
 
     def _emit(self, units: list[_Unit], last: bool = False) -> None:
         """Store a chunk; a tiny one goes onto the previous chunk (of the same page, unless it is the
@@ -238,13 +253,15 @@ class _Packer:
         for unit in reversed(current[1:]):
             if unit.kind != "sentence" or len(_join([unit] + carried)) > self.overlap:
                 break
-            carried.insert(0, _Unit(unit.text, unit.page, unit.kind, unit.new_paragraph, carried=True,
-                                    references=unit.references))
+            carried.insert(
+                0, _Unit(unit.text, unit.page, unit.kind, unit.new_paragraph, carried=True, references=unit.references)
+            )
         if not carried and current[-1].kind == "sentence":
             tail = _tail(current[-1].text, self.overlap)
             if tail:
-                carried = [_Unit(tail, current[-1].page, "sentence", False, carried=True,
-                                 references=current[-1].references)]
+                carried = [
+                    _Unit(tail, current[-1].page, "sentence", False, carried=True, references=current[-1].references)
+                ]
         if carried and len(_join(carried + [following])) > self.size:
             return []
         return carried
@@ -264,7 +281,7 @@ def _tail(text: str, limit: int) -> str:
     if len(tail) == len(text.rstrip()) or CJK_CHAR.search(tail[:1] or "x"):
         return tail if len(tail) < len(text.rstrip()) else ""
     space = tail.find(" ")
-    return tail[space + 1:] if 0 <= space < len(tail) - 1 else ""
+    return tail[space + 1 :] if 0 <= space < len(tail) - 1 else ""
 
 
 def _continues(last: _Unit, following: _Unit) -> bool:
@@ -289,4 +306,3 @@ def _glue(left: str, right: str) -> str:
     if left[-1:].isspace() or not right.strip():
         return left + right
     return join_words(left, right.lstrip())
-

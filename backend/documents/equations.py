@@ -16,12 +16,33 @@ from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_insi
 
 log = logging.getLogger(__name__)
 
-_MATH_CHARS = set("=<>≤≥≈≠≡∼∝∑∏∫∮√∂∇±∓×÷·∘→←↔⇒⇔∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∞^_|/+−∗′″ˆ˜¯") | {
-    chr(c) for c in range(0x391, 0x3CA)} | {chr(c) for c in range(0x2200, 0x2300)}
+_MATH_CHARS = (
+    set("=<>≤≥≈≠≡∼∝∑∏∫∮√∂∇±∓×÷·∘→←↔⇒⇔∈∉∋⊂⊃⊆⊇∪∩∧∨¬∀∃∞^_|/+−∗′″ˆ˜¯")
+    | {chr(c) for c in range(0x391, 0x3CA)}
+    | {chr(c) for c in range(0x2200, 0x2300)}
+)
 _EQUATION_NUMBER = re.compile(r"\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)\s*$")
 _WORD = re.compile(r"[A-Za-z]{4,}")
-_MATH_WORDS = {"sinh", "cosh", "tanh", "argmax", "argmin", "softmax", "diag", "trace", "sign", "otherwise",
-               "where", "with", "subject", "s.t.", "exp", "log", "max", "min"}
+_MATH_WORDS = {
+    "sinh",
+    "cosh",
+    "tanh",
+    "argmax",
+    "argmin",
+    "softmax",
+    "diag",
+    "trace",
+    "sign",
+    "otherwise",
+    "where",
+    "with",
+    "subject",
+    "s.t.",
+    "exp",
+    "log",
+    "max",
+    "min",
+}
 _MAX_EQUATION_CHARS = 160
 # vector-drawn formulas: glyph outlines as small paths
 _GLYPH_MAX = 3.0  # a path at most this many body font sizes wide and high is a glyph
@@ -75,8 +96,12 @@ def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
 
 def _is_fragment(line: TextLine, left_edge: float) -> bool:
     text = line.text.strip()
-    return (not line.block and 0 < len(text) <= 12 and _long_words(text) == 0
-            and line.x0 > left_edge + 2.0 * max(line.size, 1.0))
+    return (
+        not line.block
+        and 0 < len(text) <= 12
+        and _long_words(text) == 0
+        and line.x0 > left_edge + 2.0 * max(line.size, 1.0)
+    )
 
 
 def is_equation_text(paragraph: str) -> bool:
@@ -92,14 +117,21 @@ def is_equation_text(paragraph: str) -> bool:
 
 # ------------------------------------------------------------------------ formulas drawn as paths
 
-def formula_regions(paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox],
-                    body_size: float) -> list[BBox]:
+
+def formula_regions(
+    paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox], body_size: float
+) -> list[BBox]:
     """Boxes of display formulas drawn as glyph outlines: clusters of small paths on rows of their own
     (no text line beside them), outside tables and figures."""
     limit = _GLYPH_MAX * max(body_size, 1.0)
-    glyphs = [b for b, _ in paths if 0 < b[2] - b[0] <= limit and 0 < b[3] - b[1] <= limit
-              and not any(center_inside(b, area, pad=1.0) for area in excluded)
-              and not any(center_inside(b, ln.box, pad=0.5) for ln in lines)]
+    glyphs = [
+        b
+        for b, _ in paths
+        if 0 < b[2] - b[0] <= limit
+        and 0 < b[3] - b[1] <= limit
+        and not any(center_inside(b, area, pad=1.0) for area in excluded)
+        and not any(center_inside(b, ln.box, pad=0.5) for ln in lines)
+    ]
     regions = []
     for cluster in _clusters(glyphs, gap=0.8 * max(body_size, 1.0)):
         box = union(cluster)
@@ -125,8 +157,9 @@ def _same_rows(a: BBox, b: BBox) -> bool:
     return min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
-def ocr_formulas(regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str],
-                 size: float) -> list[TextLine]:
+def ocr_formulas(
+    regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str], size: float
+) -> list[TextLine]:
     """Each formula region rendered and read by OCR, as a line placed where the formula is."""
     found = []
     for box in regions:
@@ -152,14 +185,19 @@ def body_size(lines: Sequence[TextLine]) -> float:
 
 # ------------------------------------------------------------------ symbols drawn as paths in text
 
-def inline_formula_regions(paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox],
-                           body_size: float) -> list[BBox]:
+
+def inline_formula_regions(
+    paths: Sequence[tuple[BBox, int]], lines: Sequence[TextLine], excluded: Sequence[BBox], body_size: float
+) -> list[BBox]:
     """Boxes of symbols drawn as glyph outlines inside text rows: clusters of small paths on the row of a
     text line and close to it, over no char of the text layer, outside figures and images. None on a page
     with so many small paths or clusters that it is a drawing."""
     size = max(body_size, 1.0)
-    glyphs = [b for b, _ in paths if _glyph_like(b, _INLINE_GLYPH_MAX * size)
-              and not any(center_inside(b, area, pad=1.0) for area in excluded)]
+    glyphs = [
+        b
+        for b, _ in paths
+        if _glyph_like(b, _INLINE_GLYPH_MAX * size) and not any(center_inside(b, area, pad=1.0) for area in excluded)
+    ]
     if len(glyphs) > _MAX_PAGE_GLYPHS:
         return []
     glyphs = [b for b in glyphs if any(_in_text_row(b, ln, size) for ln in lines if not ln.block)]
@@ -182,8 +220,9 @@ def _in_text_row(box: BBox, line: TextLine, size: float) -> bool:
     return not any(center_inside(box, c.box) for c in line.chars if not c.text.isspace())
 
 
-def ocr_inline_formulas(regions: Sequence[BBox], render: Callable[[BBox], Any],
-                        recognize: Callable[[Any], str], size: float) -> list[TextLine]:
+def ocr_inline_formulas(
+    regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str], size: float
+) -> list[TextLine]:
     """Each region rendered without its neighbours (a thin margin only) and read by OCR, as a piece of a
     line placed where the symbols are."""
     found = []
@@ -205,8 +244,9 @@ def with_inline_pieces(lines: Sequence[TextLine], pieces: Sequence[TextLine]) ->
     out = list(lines)
     for piece in pieces:
         cx, cy = (piece.x0 + piece.x1) / 2, (piece.y0 + piece.y1) / 2
-        host = next((i for i, ln in enumerate(out) if not ln.block and ln.x0 < cx < ln.x1 and ln.y0 <= cy <= ln.y1),
-                    None)
+        host = next(
+            (i for i, ln in enumerate(out) if not ln.block and ln.x0 < cx < ln.x1 and ln.y0 <= cy <= ln.y1), None
+        )
         if host is None:
             out.append(piece)
             continue

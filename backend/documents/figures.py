@@ -21,20 +21,23 @@ from backend.documents.layout import BBox, Char, TextLine, center_inside, union
 
 log = logging.getLogger(__name__)
 
-CAPTION = re.compile(r"^\s*(?:图\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)",
-                     re.IGNORECASE)
+CAPTION = re.compile(
+    r"^\s*(?:图\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
+)
 _CLUSTER_GAP = 10.0  # points between paths of one chart
 _MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
 _CAPTION_BELOW = 60.0
 _CAPTION_ABOVE = 40.0
 _TITLE_MAX_CHARS = 40
-_FIGURE_WORDS = re.compile(r"示意图|图表|曲线|趋势图|分布图|流程图|结构图|框图|\b(?:chart|diagram|plot|graph|figure)\b",
-                           re.IGNORECASE)
+_FIGURE_WORDS = re.compile(
+    r"示意图|图表|曲线|趋势图|分布图|流程图|结构图|框图|\b(?:chart|diagram|plot|graph|figure)\b", re.IGNORECASE
+)
 
 
 @dataclass
 class PageFigure:
     """A figure found on a page; ``index`` is 1-based in reading order on that page."""
+
     page: int
     index: int
     box: BBox  # PDF points, origin bottom left
@@ -68,10 +71,18 @@ def image_boxes(page: pdfium.PdfPage) -> list[tuple[BBox, tuple[int, int]]]:
     return found
 
 
-def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
-                 images: Sequence[tuple[BBox, tuple[int, int]]], paths: Sequence[tuple[BBox, int]],
-                 excluded: Sequence[BBox], min_px: int, dpi: int, vector_charts: bool,
-                 max_image_share: float = 0.8) -> list[PageFigure]:
+def find_figures(
+    page: pdfium.PdfPage,
+    page_no: int,
+    lines: Sequence[TextLine],
+    images: Sequence[tuple[BBox, tuple[int, int]]],
+    paths: Sequence[tuple[BBox, int]],
+    excluded: Sequence[BBox],
+    min_px: int,
+    dpi: int,
+    vector_charts: bool,
+    max_image_share: float = 0.8,
+) -> list[PageFigure]:
     """Images and (optionally) vector charts, largest page-covering images and ``excluded`` areas left out."""
     width, height = page.get_size()
     page_area = width * height
@@ -81,8 +92,11 @@ def find_figures(page: pdfium.PdfPage, page_no: int, lines: Sequence[TextLine],
         taken = [b for b, _ in boxes] + list(excluded)
         boxes += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
     visible = page_box(page)
-    boxes = [(clamped, kind) for b, kind in boxes
-             if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)]
+    boxes = [
+        (clamped, kind)
+        for b, kind in boxes
+        if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)
+    ]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
     figures: list[PageFigure] = []
     used_captions: set[int] = set()
@@ -114,11 +128,14 @@ def clamp_box(box: BBox, visible: BBox) -> Optional[BBox]:
     return clamped
 
 
-def _image_regions(images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float,
-                   min_px: int, dpi: int) -> list[BBox]:
-    boxes = [b for b, px in images
-             if (b[2] - b[0]) * (b[3] - b[1]) <= max_share * page_area
-             and (px == (0, 0) or min(px) >= min_px)]
+def _image_regions(
+    images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float, min_px: int, dpi: int
+) -> list[BBox]:
+    boxes = [
+        b
+        for b, px in images
+        if (b[2] - b[0]) * (b[3] - b[1]) <= max_share * page_area and (px == (0, 0) or min(px) >= min_px)
+    ]
     return merge_boxes(boxes, gap=2.0)  # images cut into strips or tiles form one figure
 
 
@@ -150,11 +167,21 @@ def _near(a: BBox, b: BBox, gap: float) -> bool:
     return a[0] - gap <= b[2] and b[0] - gap <= a[2] and a[1] - gap <= b[3] and b[1] - gap <= a[3]
 
 
-def _vector_chart_regions(paths: Sequence[tuple[BBox, int]], chars: Sequence[Char], lines: Sequence[TextLine],
-                          taken: Sequence[BBox], width: float, height: float) -> list[BBox]:
-    candidates = [(b, n) for b, n in paths
-                  if (b[2] - b[0]) < 0.9 * width and (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * width * height
-                  and not any(center_inside(b, t, pad=2.0) for t in taken)]
+def _vector_chart_regions(
+    paths: Sequence[tuple[BBox, int]],
+    chars: Sequence[Char],
+    lines: Sequence[TextLine],
+    taken: Sequence[BBox],
+    width: float,
+    height: float,
+) -> list[BBox]:
+    candidates = [
+        (b, n)
+        for b, n in paths
+        if (b[2] - b[0]) < 0.9 * width
+        and (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * width * height
+        and not any(center_inside(b, t, pad=2.0) for t in taken)
+    ]
     if len(candidates) > _MAX_PATHS:
         log.debug("%d vector paths on a page: vector chart detection skipped", len(candidates))
         return []
@@ -213,20 +240,27 @@ def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: flo
     """Grow the chart box over the short text lines around it: axis labels, legend, title."""
     pad = 20.0
     zone = (box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad)
-    labels = [ln.box for ln in lines
-              if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0]
-              and not CAPTION.match(ln.text)]
+    labels = [
+        ln.box
+        for ln in lines
+        if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0] and not CAPTION.match(ln.text)
+    ]
     grown = union([box] + labels)
     margin = 4.0
-    return (max(0.0, grown[0] - margin), max(0.0, grown[1] - margin),
-            min(width, grown[2] + margin), min(height, grown[3] + margin))
+    return (
+        max(0.0, grown[0] - margin),
+        max(0.0, grown[1] - margin),
+        min(width, grown[2] + margin),
+        min(height, grown[3] + margin),
+    )
 
 
 def _caption_for(box: BBox, lines: Sequence[TextLine], used: set[int]) -> str:
     """The nearest 'Figure n' / '图n' line just below the figure, else just above it; failing that, a short
     title line next to it that names a figure ("4. 波函数示意图", "Revenue chart")."""
-    return (_nearest_line(box, lines, used, lambda text: bool(CAPTION.match(text)))
-            or _nearest_line(box, lines, used, _looks_like_figure_title))
+    return _nearest_line(box, lines, used, lambda text: bool(CAPTION.match(text))) or _nearest_line(
+        box, lines, used, _looks_like_figure_title
+    )
 
 
 def _looks_like_figure_title(text: str) -> bool:
@@ -275,5 +309,6 @@ def _rotated(margins: tuple[float, float, float, float], rotation: int) -> tuple
     """Crop margins (left, bottom, right, top) of the unrotated page as pypdfium2 wants them: after /Rotate
     (clockwise)."""
     left, bottom, right, top = margins
-    return {90: (bottom, right, top, left), 180: (right, top, left, bottom),
-            270: (top, left, bottom, right)}.get(rotation % 360, margins)
+    return {90: (bottom, right, top, left), 180: (right, top, left, bottom), 270: (top, left, bottom, right)}.get(
+        rotation % 360, margins
+    )

@@ -22,8 +22,24 @@ BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
 # cmex10 code positions of the big operators (text and display sizes) and radicals
-_CMEX = {"P": "∑", "X": "∑", "Q": "∏", "Y": "∏", "R": "∫", "Z": "∫", "S": "⋃", "[": "⋃", "T": "⋂", "\\": "⋂",
-         "H": "∮", "I": "∮", "p": "√", "q": "√", "r": "√", "s": "√"}
+_CMEX = {
+    "P": "∑",
+    "X": "∑",
+    "Q": "∏",
+    "Y": "∏",
+    "R": "∫",
+    "Z": "∫",
+    "S": "⋃",
+    "[": "⋃",
+    "T": "⋂",
+    "\\": "⋂",
+    "H": "∮",
+    "I": "∮",
+    "p": "√",
+    "q": "√",
+    "r": "√",
+    "s": "√",
+}
 _STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
 
 
@@ -37,6 +53,7 @@ class Char:
 @dataclass
 class TextLine:
     """One visual line, or a block (a Markdown table) that is placed by position but never joined."""
+
     text: str
     box: BBox
     size: float = 0.0
@@ -170,8 +187,11 @@ def _leaves_row(current: Sequence[Char], band: Sequence[float], char: Char) -> b
         return False
     size = max(1.0, last.size, char.size)
     overlap = min(band[1], char.box[3]) - max(band[0], char.box[1])
-    if overlap <= 0 and not (char.box[0] >= last.box[0] and char.box[0] - last.box[2] < 0.3 * size
-                             and abs(char.box[1] - last.box[1]) < 0.7 * size):
+    if overlap <= 0 and not (
+        char.box[0] >= last.box[0]
+        and char.box[0] - last.box[2] < 0.3 * size
+        and abs(char.box[1] - last.box[1]) < 0.7 * size
+    ):
         return True  # (a sub- or superscript right after its base stays on the line)
     return char.box[0] < last.box[0] - 2.0 * size
 
@@ -227,8 +247,12 @@ def _stacks_joined(row: list[TextLine]) -> list[TextLine]:
         if last is not None and _stacked(last, piece):
             top, bottom = (last, piece) if last.y1 >= piece.y1 else (piece, last)
             glue = "/" if len(top.text) <= _STACK_MAX and len(bottom.text) <= _STACK_MAX else " "
-            out[-1] = TextLine(top.text + glue + bottom.text, union([top.box, bottom.box]),
-                               max(top.size, bottom.size), top.chars + bottom.chars)
+            out[-1] = TextLine(
+                top.text + glue + bottom.text,
+                union([top.box, bottom.box]),
+                max(top.size, bottom.size),
+                top.chars + bottom.chars,
+            )
         else:
             out.append(piece)
     return out
@@ -259,7 +283,8 @@ def _rows(lines: Iterable[TextLine]) -> list[list[TextLine]]:
 def _merge(left: TextLine, right: TextLine) -> TextLine:
     gap = right.x0 - left.x1
     needs_space = gap > 0.25 * max(left.size, 1.0) and not (
-        CJK_CHAR.match(left.text[-1]) and CJK_CHAR.match(right.text[0]))
+        CJK_CHAR.match(left.text[-1]) and CJK_CHAR.match(right.text[0])
+    )
     text = left.text + (" " if needs_space else "") + right.text
     return TextLine(text, union([left.box, right.box]), max(left.size, right.size), left.chars + right.chars)
 
@@ -334,8 +359,7 @@ def _typical_pitch(lines: Sequence[TextLine]) -> float:
     return statistics.median(steps) if steps else 0.0
 
 
-def _starts_paragraph(previous: TextLine, line: TextLine, edges: dict[int, tuple[float, float]],
-                      pitch: float) -> bool:
+def _starts_paragraph(previous: TextLine, line: TextLine, edges: dict[int, tuple[float, float]], pitch: float) -> bool:
     if previous.block or line.block:
         return True
     size = max(previous.size, line.size, 1.0)

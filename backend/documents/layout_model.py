@@ -51,8 +51,9 @@ class LayoutModel:
 
                     logging.disable(logging.INFO)  # its loggers, made at load, each say so at INFO
                     try:
-                        self._engine = RapidLayout(model_type="pp_layout_cdla", conf_thresh=MIN_SCORE,
-                                                   engine_cfg={"intra_op_num_threads": 1})
+                        self._engine = RapidLayout(
+                            model_type="pp_layout_cdla", conf_thresh=MIN_SCORE, engine_cfg={"intra_op_num_threads": 1}
+                        )
                     finally:
                         logging.disable(logging.NOTSET)
                 except Exception as exc:  # noqa: BLE001 - not installed or no model: geometry alone
@@ -73,8 +74,10 @@ class LayoutModel:
             return []
         if result is None or result.boxes is None:
             return []
-        return [Region(str(name), (float(box[0]), float(box[1]), float(box[2]), float(box[3])), float(score))
-                for box, name, score in zip(result.boxes, result.class_names, result.scores)]
+        return [
+            Region(str(name), (float(box[0]), float(box[1]), float(box[2]), float(box[3])), float(score))
+            for box, name, score in zip(result.boxes, result.class_names, result.scores)
+        ]
 
 
 _MODEL: Optional[LayoutModel] = None
@@ -91,8 +94,12 @@ def layout_model() -> LayoutModel:
 
 def margin_regions(regions: list[Region], height: float) -> list[Region]:
     """Header and footer regions that really sit in the page's top or bottom margin."""
-    return [r for r in regions if r.label in ("header", "footer")
-            and (r.box[3] <= _EDGE_SHARE * height or r.box[1] >= (1 - _EDGE_SHARE) * height)]
+    return [
+        r
+        for r in regions
+        if r.label in ("header", "footer")
+        and (r.box[3] <= _EDGE_SHARE * height or r.box[1] >= (1 - _EDGE_SHARE) * height)
+    ]
 
 
 # ------------------------------------------------------------------ native pages the geometry is unsure of
@@ -103,8 +110,14 @@ NATIVE_DPI = 96  # the model reads a page at 800 x 608 pixels: more dpi only cos
 def regions_in_points(regions: list[Region], dpi: float, page_height: float) -> list[Region]:
     """Regions from image pixels to PDF points (origin bottom left), as text lines are."""
     scale = 72.0 / dpi
-    return [Region(r.label, (r.box[0] * scale, page_height - r.box[3] * scale, r.box[2] * scale,
-                             page_height - r.box[1] * scale), r.score) for r in regions]
+    return [
+        Region(
+            r.label,
+            (r.box[0] * scale, page_height - r.box[3] * scale, r.box[2] * scale, page_height - r.box[1] * scale),
+            r.score,
+        )
+        for r in regions
+    ]
 
 
 def with_regions(lines: list, regions: list[Region], page_height: float) -> tuple[list, list[tuple]]:
@@ -114,8 +127,9 @@ def with_regions(lines: list, regions: list[Region], page_height: float) -> tupl
     which take part in the reading order as obstacles."""
     from backend.documents.layout import TextLine, center_inside
 
-    flipped = [Region(r.label, (r.box[0], page_height - r.box[3], r.box[2], page_height - r.box[1]), r.score)
-               for r in regions]
+    flipped = [
+        Region(r.label, (r.box[0], page_height - r.box[3], r.box[2], page_height - r.box[1]), r.score) for r in regions
+    ]
     margins = [m.box for m in margin_regions(flipped, page_height)]
     margins = [(b[0], page_height - b[3], b[2], page_height - b[1]) for b in margins]
     lines = [ln for ln in lines if not any(center_inside(ln.box, m) for m in margins)]
@@ -125,8 +139,9 @@ def with_regions(lines: list, regions: list[Region], page_height: float) -> tupl
         if inside:
             lines = [ln for ln in lines if not any(ln is i for i in inside)]
             labels = " ".join(ln.text for ln in sorted(inside, key=lambda ln: (-ln.y1, ln.x0)))
-            lines.append(TextLine(labels, box, max(ln.size for ln in inside),
-                                  [c for ln in inside for c in ln.chars], block=True))
+            lines.append(
+                TextLine(labels, box, max(ln.size for ln in inside), [c for ln in inside for c in ln.chars], block=True)
+            )
     return lines, figures
 
 

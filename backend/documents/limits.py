@@ -37,6 +37,7 @@ _NOT_CONTENT = (b"/XRef", b"/ObjStm", b"/EmbeddedFile", b"/Metadata", b"/Length1
 
 # ------------------------------------------------------------------------------- when checked
 
+
 def check_streams(path: Path, name: str, limits: IngestSettings) -> None:
     """Unpack every Flate stream block by block, counting bytes (and characters shown, for content
     streams) without keeping them: a stream over ``max_stream_mb`` or showing more than
@@ -55,20 +56,24 @@ def _check_streams(path: Path, name: str, limits: IngestSettings) -> None:
     max_bytes = int(limits.max_stream_mb * 1024 * 1024)
     with open(path, "rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as data:
         for keyword, start in _stream_starts(data):
-            dictionary = data[max(0, keyword - 4096):keyword]
+            dictionary = data[max(0, keyword - 4096) : keyword]
             content = _is_content_stream(dictionary)
-            if _zlib_header(data[start:start + 2]):
+            if _zlib_header(data[start : start + 2]):
                 unpacked, shown = _inflate(data, start, max_bytes, limits.max_page_chars if content else 0)
-            elif content and b"/Filter" not in dictionary[dictionary.rfind(b"obj"):]:  # stored as it is
+            elif content and b"/Filter" not in dictionary[dictionary.rfind(b"obj") :]:  # stored as it is
                 unpacked, shown = 0, _shown_raw(data, start, limits.max_page_chars)
             else:
                 continue
             if unpacked > max_bytes:
-                raise DocumentError(f"{name}: a compressed stream (at byte {start:,}) unpacks to more than "
-                                    f"{limits.max_stream_mb:g} MB: larger than ingest.max_stream_mb")
+                raise DocumentError(
+                    f"{name}: a compressed stream (at byte {start:,}) unpacks to more than "
+                    f"{limits.max_stream_mb:g} MB: larger than ingest.max_stream_mb"
+                )
             if content and shown > limits.max_page_chars:
-                raise DocumentError(f"{name}: one content stream shows more than {limits.max_page_chars:,} "
-                                    f"characters: more than ingest.max_page_chars allows on a page")
+                raise DocumentError(
+                    f"{name}: one content stream shows more than {limits.max_page_chars:,} "
+                    f"characters: more than ingest.max_page_chars allows on a page"
+                )
 
 
 def _stream_starts(data: mmap.mmap) -> Iterator[tuple[int, int]]:
@@ -76,8 +81,8 @@ def _stream_starts(data: mmap.mmap) -> Iterator[tuple[int, int]]:
     position = data.find(b"stream")
     while position >= 0:
         after = position + 6
-        if data[position - 3:position] != b"end":
-            eol = data[after:after + 2]
+        if data[position - 3 : position] != b"end":
+            eol = data[after : after + 2]
             if eol[:1] == b"\n" or eol == b"\r\n" or eol[:1] == b"\r":
                 yield position, after + (2 if eol == b"\r\n" else 1)
         position = data.find(b"stream", after)
@@ -89,7 +94,7 @@ def _zlib_header(head: bytes) -> bool:
 
 def _is_content_stream(before: bytes) -> bool:
     """Page content or a form: not an image, font, ICC profile, cross-reference or metadata stream."""
-    dictionary = before[before.rfind(b"obj") + 1:]
+    dictionary = before[before.rfind(b"obj") + 1 :]
     if b"/Subtype" in dictionary and b"/Form" not in dictionary:
         return False
     return not any(tag in dictionary for tag in _NOT_CONTENT)
@@ -104,7 +109,7 @@ def _inflate(data: mmap.mmap, start: int, max_bytes: int, max_shown: int) -> tup
         if not piece:
             if position >= len(data):
                 break
-            piece, position = data[position:position + _IN_BLOCK], position + _IN_BLOCK
+            piece, position = data[position : position + _IN_BLOCK], position + _IN_BLOCK
         try:
             out = inflater.decompress(piece, _OUT_BLOCK)
         except zlib.error:  # not a stream after all, or damaged: pdfium decides what it can read
@@ -121,7 +126,7 @@ def _shown_raw(data: mmap.mmap, start: int, max_shown: int) -> int:
     end = len(data) if end < 0 else end
     shown = 0
     for block in range(start, end, _OUT_BLOCK):
-        shown += sum(map(len, _SHOWN.findall(data[block:min(end, block + _OUT_BLOCK)])))
+        shown += sum(map(len, _SHOWN.findall(data[block : min(end, block + _OUT_BLOCK)])))
         if shown > max_shown:
             break
     return shown
@@ -137,8 +142,10 @@ def check_page_sizes(pdf: pdfium.PdfDocument, name: str, limits: IngestSettings)
         longest = max(width, height) * MM_PER_POINT
         if longest > limits.max_page_mm:
             side = "wide" if width >= height else "high"
-            raise DocumentError(f"{name}: page {index + 1} is {_length(longest)} {side}: larger than "
-                                f"ingest.max_page_mm ({limits.max_page_mm:g} mm)")
+            raise DocumentError(
+                f"{name}: page {index + 1} is {_length(longest)} {side}: larger than "
+                f"ingest.max_page_mm ({limits.max_page_mm:g} mm)"
+            )
 
 
 def _length(mm: float) -> str:
@@ -147,9 +154,11 @@ def _length(mm: float) -> str:
 
 # ----------------------------------------------------------------------------- while parsing
 
+
 @dataclass
 class PageLimits:
     """The per-page limits of one document, and what they found (pages pdfium cut or could not load)."""
+
     name: str
     limits: IngestSettings
     cut_pages: dict[int, int] = field(default_factory=dict)  # page index -> text objects cut by pdfium
@@ -158,8 +167,10 @@ class PageLimits:
         """Before the page's characters are read: refuse too many; note strings pdfium cut."""
         count = textpage.count_chars()
         if count > self.limits.max_page_chars:
-            raise DocumentError(f"{self.name}: page {index + 1} has {count:,} characters: more than "
-                                f"ingest.max_page_chars ({self.limits.max_page_chars:,})")
+            raise DocumentError(
+                f"{self.name}: page {index + 1} has {count:,} characters: more than "
+                f"ingest.max_page_chars ({self.limits.max_page_chars:,})"
+            )
         if count >= PDFIUM_STRING_LIMIT:  # only then can a string have been cut
             cut = cut_text_objects(page, textpage)
             if cut:
@@ -177,8 +188,10 @@ def render_dpi(width: float, height: float, dpi: float, limits: IngestSettings, 
         return dpi
     if fitting < MIN_RENDER_DPI:
         needed = width * height * (MIN_RENDER_DPI / 72.0) ** 2 / 1e6
-        raise DocumentError(f"{what} needs {needed:.0f} megapixels at {MIN_RENDER_DPI} dpi: more than "
-                            f"ingest.max_render_mpx ({limits.max_render_mpx:g})")
+        raise DocumentError(
+            f"{what} needs {needed:.0f} megapixels at {MIN_RENDER_DPI} dpi: more than "
+            f"ingest.max_render_mpx ({limits.max_render_mpx:g})"
+        )
     log.info("%s rendered at %.0f dpi instead of %.0f (ingest.max_render_mpx)", what, fitting, dpi)
     return fitting
 

@@ -43,6 +43,7 @@ class OCREngine(Protocol):
 @dataclass
 class OCRBox:
     """One recognised text line with its box in image pixels."""
+
     text: str
     x0: float
     y0: float  # top
@@ -70,8 +71,11 @@ def _has_columns(boxes: Sequence[OCRBox]) -> bool:
 
 def _text_lines(boxes: Sequence[OCRBox]) -> list[TextLine]:
     # y flipped: the ordering works in PDF orientation
-    return [TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
-            for b in boxes if b.text.strip()]
+    return [
+        TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
+        for b in boxes
+        if b.text.strip()
+    ]
 
 
 def boxes_to_text(boxes: Sequence[OCRBox], regions: Sequence = (), page_height: float = 0.0) -> str:
@@ -94,14 +98,22 @@ def boxes_to_text(boxes: Sequence[OCRBox], regions: Sequence = (), page_height: 
     previous: Optional[TextLine] = None
     for line in order_lines(lines, figures):
         line.equation = any(_inside(line, e) for e in equations)
-        if previous is not None and not (previous.block or line.block) and (
-                previous.column == line.column and _one_row(previous, line) or previous.equation and line.equation):
+        if (
+            previous is not None
+            and not (previous.block or line.block)
+            and (previous.column == line.column and _one_row(previous, line) or previous.equation and line.equation)
+        ):
             out[-1] = join_words(out[-1], line.text)
             previous = line
             continue
-        if previous is not None and (line.column != previous.column or line.y1 > previous.y1
-                                     or previous.y0 - line.y1 > 0.9 * typical or previous.equation != line.equation
-                                     or previous.block or line.block):
+        if previous is not None and (
+            line.column != previous.column
+            or line.y1 > previous.y1
+            or previous.y0 - line.y1 > 0.9 * typical
+            or previous.equation != line.equation
+            or previous.block
+            or line.block
+        ):
             out.append("")  # a gap taller than a line, the next column, an equation: new paragraph
         out.append(line.text)
         previous = line
@@ -143,13 +155,15 @@ class RapidOCREngine:
     name = "rapidocr"
 
     def __init__(self, det_limit_side_len: int = 1280) -> None:
-        self._params = {"Global.use_cls": False,  # the classifier flipped long English lines
-                        "Global.log_level": "warning",  # it logs every model load at INFO otherwise
-                        "Det.limit_type": "max",
-                        "Det.limit_side_len": det_limit_side_len,
-                        # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
-                        # ORT's own threads cost ~35 % more CPU on these small convolutions
-                        "EngineConfig.onnxruntime.intra_op_num_threads": 1}
+        self._params = {
+            "Global.use_cls": False,  # the classifier flipped long English lines
+            "Global.log_level": "warning",  # it logs every model load at INFO otherwise
+            "Det.limit_type": "max",
+            "Det.limit_side_len": det_limit_side_len,
+            # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
+            # ORT's own threads cost ~35 % more CPU on these small convolutions
+            "EngineConfig.onnxruntime.intra_op_num_threads": 1,
+        }
         self._engine: Any = None
         self._lock = threading.Lock()
 
@@ -181,9 +195,17 @@ class RapidOCREngine:
             result = engine(np.asarray(image if image.mode == "RGB" else image.convert("RGB")))
             if result is None or result.boxes is None or result.txts is None:
                 return []
-            return [OCRBox(text, float(min(p[0] for p in quad)), float(min(p[1] for p in quad)),
-                           float(max(p[0] for p in quad)), float(max(p[1] for p in quad)))
-                    for quad, text in zip(result.boxes, result.txts) if text and text.strip()]
+            return [
+                OCRBox(
+                    text,
+                    float(min(p[0] for p in quad)),
+                    float(min(p[1] for p in quad)),
+                    float(max(p[0] for p in quad)),
+                    float(max(p[1] for p in quad)),
+                )
+                for quad, text in zip(result.boxes, result.txts)
+                if text and text.strip()
+            ]
         finally:
             return_free_memory()  # what this page's model runs freed, before the next page renders
 
@@ -228,7 +250,7 @@ class RecognitionRuns:
         per_run = max(1, self.max_columns // max(1, batch.shape[-1]))
         index, prob = [], []
         for start in range(0, len(batch), per_run):
-            scores = self.session(batch[start:start + per_run])  # lines x steps x characters
+            scores = self.session(batch[start : start + per_run])  # lines x steps x characters
             index.append(scores.argmax(axis=2))
             prob.append(scores.max(axis=2))
             del scores
@@ -242,6 +264,7 @@ class RecognitionRuns:
 class BestCharacters:
     """Stands for the recogniser's scores where rapidocr's decoder takes their argmax and max over the
     characters (axis 2); anything else it might ask is an error, not a silent wrong answer."""
+
     index: Any  # lines x steps
     prob: Any
 
@@ -270,16 +293,23 @@ class PaddleOCREngine:
         try:
             import paddleocr  # noqa: F401
         except ImportError:
-            raise DocumentError("OCR engine paddleocr is not installed (pip install paddleocr paddlepaddle); "
-                                "set ocr.engine to rapidocr") from None
+            raise DocumentError(
+                "OCR engine paddleocr is not installed (pip install paddleocr paddlepaddle); set ocr.engine to rapidocr"
+            ) from None
         det_dir, rec_dir = self._find_model_dirs()
         os.environ.setdefault("PADDLE_PDX_DISABLE_MODEL_SOURCE_CHECK", "True")
         from paddleocr import PaddleOCR
 
-        self._engine = PaddleOCR(text_detection_model_dir=str(det_dir), text_recognition_model_dir=str(rec_dir),
-                                 text_detection_model_name=det_dir.name, text_recognition_model_name=rec_dir.name,
-                                 use_doc_orientation_classify=False, use_doc_unwarping=False,
-                                 use_textline_orientation=False, cpu_threads=2)
+        self._engine = PaddleOCR(
+            text_detection_model_dir=str(det_dir),
+            text_recognition_model_dir=str(rec_dir),
+            text_detection_model_name=det_dir.name,
+            text_recognition_model_name=rec_dir.name,
+            use_doc_orientation_classify=False,
+            use_doc_unwarping=False,
+            use_textline_orientation=False,
+            cpu_threads=2,
+        )
         self._lock = threading.Lock()
 
     @classmethod
@@ -288,8 +318,10 @@ class PaddleOCREngine:
         det = next((home / n for n in cls._DET_NAMES if (home / n).is_dir()), None)
         rec = next((home / n for n in cls._REC_NAMES if (home / n).is_dir()), None)
         if det is None or rec is None:
-            raise DocumentError(f"OCR engine paddleocr has no offline models in {home} (it cannot download "
-                                "them here); set ocr.engine to rapidocr")
+            raise DocumentError(
+                f"OCR engine paddleocr has no offline models in {home} (it cannot download "
+                "them here); set ocr.engine to rapidocr"
+            )
         return det, rec
 
     def recognize(self, image: Image.Image) -> str:
@@ -339,8 +371,9 @@ class PPStructureAPIEngine:
 
     def _markdown_of(self, response: Any) -> str:
         if response.status_code in (401, 403):
-            raise DocumentError(f"OCR service {self.url}: access denied (HTTP {response.status_code}); "
-                                "check DOCLENS_OCR_API_TOKEN")
+            raise DocumentError(
+                f"OCR service {self.url}: access denied (HTTP {response.status_code}); check DOCLENS_OCR_API_TOKEN"
+            )
         try:
             body = response.json()
         except ValueError:
@@ -352,8 +385,10 @@ class PPStructureAPIEngine:
         results = result.get("layoutParsingResults") if isinstance(result, dict) else None
         texts = [ppstructure.page_text(r) for r in results] if isinstance(results, list) else [None]
         if any(t is None for t in texts):
-            raise DocumentError(f"OCR service {self.url}: answer has no result.layoutParsingResults"
-                                "[].markdown.text nor prunedResult.parsing_res_list")
+            raise DocumentError(
+                f"OCR service {self.url}: answer has no result.layoutParsingResults"
+                "[].markdown.text nor prunedResult.parsing_res_list"
+            )
         return "\n\n".join(t for t in texts if t).strip()
 
 

@@ -63,12 +63,14 @@ PAGE_NUMBER = re.compile(
     r"|(?:page|p\.|pg\.?)\s*\d+(?:\s*(?:of|/)\s*\d+)?"
     r"|\d+\s*(?:/|of)\s*\d+"
     r"|[ivxlcdm]{1,6})$",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 
 @dataclass
 class ParsedPage:
     """One parsed page: body text with tables inlined as Markdown, figures, and how it was read."""
+
     page: int  # 1-based
     text: str
     ocr: bool = False
@@ -84,8 +86,10 @@ class ParsedPage:
 
 # ------------------------------------------------------------------------------------------- parsing
 
-def iter_pages(path: os.PathLike | str, settings: Settings,
-               ocr_engine: Optional[OCREngine] = None) -> Generator[ParsedPage, None, None]:
+
+def iter_pages(
+    path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None
+) -> Generator[ParsedPage, None, None]:
     """Parse the PDF page by page. OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)
@@ -106,8 +110,9 @@ def iter_pages(path: os.PathLike | str, settings: Settings,
 class _PageParser:
     """State shared by the pages of one document: running lines, the pdfplumber handle, the OCR engine."""
 
-    def __init__(self, path: Path, pdf: pdfium.PdfDocument, settings: Settings,
-                 ocr_engine: Optional[OCREngine]) -> None:
+    def __init__(
+        self, path: Path, pdf: pdfium.PdfDocument, settings: Settings, ocr_engine: Optional[OCREngine]
+    ) -> None:
         self.path = path
         self.pdf = pdf
         self.settings = settings
@@ -143,8 +148,9 @@ class _PageParser:
                 height = page.get_height()
                 if is_scanned(lines, images, page.get_width() * height):
                     self.scanned[index] = images
-                counts.update({(zone, margin_key(ln.text)) for ln in lines
-                               if (zone := _margin_zone(ln, height)) is not None})
+                counts.update(
+                    {(zone, margin_key(ln.text)) for ln in lines if (zone := _margin_zone(ln, height)) is not None}
+                )
             finally:
                 page.close()
         needed = max(2, math.ceil(0.5 * page_count))
@@ -168,8 +174,7 @@ class _PageParser:
         finally:
             page.close()
 
-    def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine],
-                      images: list) -> ParsedPage:
+    def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine], images: list) -> ParsedPage:
         height = page.get_height()
         text = [ln for ln in lines if not self._is_margin_line(ln, height)]
         obstacles = _obstacles(page, images)
@@ -177,8 +182,17 @@ class _PageParser:
         tables = self._tables(index, page, text, paths)
         body = _with_tables(text, tables, obstacles) if tables else text
         ingest = self.settings.ingest
-        figures = find_figures(page, index + 1, body, images, paths, [t.box for t in tables],
-                               ingest.min_figure_px, self._figure_dpi(page, index), ingest.detect_vector_charts)
+        figures = find_figures(
+            page,
+            index + 1,
+            body,
+            images,
+            paths,
+            [t.box for t in tables],
+            ingest.min_figure_px,
+            self._figure_dpi(page, index),
+            ingest.detect_vector_charts,
+        )
         regions = self._layout_regions(page, text, obstacles, figures)
         if regions:  # geometry alone was unsure: the layout model's figures and margins join in
             text, figure_boxes = with_regions(text, regions, height)
@@ -198,10 +212,13 @@ class _PageParser:
         mark_equation_regions(body, regions)
         for line in formulas:
             line.equation = True
-        return ParsedPage(index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables))
+        return ParsedPage(
+            index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables)
+        )
 
-    def _vector_formulas(self, page: pdfium.PdfPage, body: list[TextLine], paths: list,
-                         excluded: list) -> list[TextLine]:
+    def _vector_formulas(
+        self, page: pdfium.PdfPage, body: list[TextLine], paths: list, excluded: list
+    ) -> list[TextLine]:
         """Display formulas drawn as glyph outlines have no text: OCR them where they stand."""
         size = body_size(body)
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
@@ -210,16 +227,19 @@ class _PageParser:
             return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
 
-    def _layout_regions(self, page: pdfium.PdfPage, lines: list[TextLine], obstacles: list,
-                        figures: list[PageFigure]) -> list:
+    def _layout_regions(
+        self, page: pdfium.PdfPage, lines: list[TextLine], obstacles: list, figures: list[PageFigure]
+    ) -> list:
         """The layout model's regions (PDF points) on a page where geometry alone is unsure, else none.
         Unsure: the column test refused a gutter between side-by-side text (``column_test_unsure``), or a
         chart drawn as vectors holds text lines (its labels were ordered as if it were not there)."""
         if not self.settings.ingest.layout_model_native or not lines:
             return []
         drawn = [f.box for f in figures if f.kind == "vector"]
-        if not (any(sum(center_inside(ln.box, box) for ln in lines) >= MIN_FIGURE_LINES for box in drawn)
-                or column_test_unsure(lines, obstacles)):
+        if not (
+            any(sum(center_inside(ln.box, box) for ln in lines) >= MIN_FIGURE_LINES for box in drawn)
+            or column_test_unsure(lines, obstacles)
+        ):
             return []
         bitmap = page.render(scale=NATIVE_DPI / 72.0)
         try:
@@ -228,8 +248,9 @@ class _PageParser:
             bitmap.close()
         return regions_in_points(layout_model().regions(image), NATIVE_DPI, page.get_height())
 
-    def _inline_symbols(self, page: pdfium.PdfPage, lines: list[TextLine], paths: list,
-                        excluded: list) -> list[TextLine]:
+    def _inline_symbols(
+        self, page: pdfium.PdfPage, lines: list[TextLine], paths: list, excluded: list
+    ) -> list[TextLine]:
         """Symbols drawn as glyph outlines inside text rows ("其中 m 是粒子质量") have no text: OCR them."""
         size = body_size(lines)
         regions = inline_formula_regions(paths, lines, excluded, size)
@@ -280,8 +301,18 @@ class _PageParser:
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
-        figures = find_figures(page, index + 1, [], images, [], [], ingest.min_figure_px, self._figure_dpi(page, index),
-                               vector_charts=False, max_image_share=MIN_IMAGE_COVER)
+        figures = find_figures(
+            page,
+            index + 1,
+            [],
+            images,
+            [],
+            [],
+            ingest.min_figure_px,
+            self._figure_dpi(page, index),
+            vector_charts=False,
+            max_image_share=MIN_IMAGE_COVER,
+        )
         log.debug("%s page %d: OCR %d chars", self.path.name, index + 1, len(text))
         return ParsedPage(index + 1, text, ocr=True, figures=figures, empty_ocr=not text.strip())
 
@@ -292,8 +323,9 @@ class _PageParser:
     def _render_scan(self, index: int) -> Image.Image:
         page = self.pdf[index]
         try:
-            dpi = self.limits.render_dpi(page.get_width(), page.get_height(),
-                                         ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index)
+            dpi = self.limits.render_dpi(
+                page.get_width(), page.get_height(), ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index
+            )
             bitmap = page.render(scale=dpi / 72.0)
             try:
                 return bitmap.to_pil().convert("RGB")
@@ -311,8 +343,7 @@ class _PageParser:
                 break
             i = content[position]
             key = margin_key(lines[i])
-            if PAGE_NUMBER.match(lines[i].strip()) or (zone, key) in self.running \
-                    or self._ocr_edges.get(zone) == key:
+            if PAGE_NUMBER.match(lines[i].strip()) or (zone, key) in self.running or self._ocr_edges.get(zone) == key:
                 self._ocr_edges[zone] = key
                 del lines[i]
             else:
@@ -320,8 +351,9 @@ class _PageParser:
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def _read_page_lines(page: pdfium.PdfPage, index: int, limits: PageLimits,
-                     obstacles: Sequence[tuple] = ()) -> list[TextLine]:
+def _read_page_lines(
+    page: pdfium.PdfPage, index: int, limits: PageLimits, obstacles: Sequence[tuple] = ()
+) -> list[TextLine]:
     textpage = page.get_textpage()
     try:
         limits.check_text(page, textpage, index)  # before lines are built: ~300 bytes per character
@@ -398,13 +430,13 @@ def _page_is_scanned(pdf: pdfium.PdfDocument, index: int, limits: PageLimits) ->
         return False
     try:
         images = image_boxes(page)
-        return bool(images) and is_scanned(_read_page_lines(page, index, limits), images,
-                                           page.get_width() * page.get_height())
+        return bool(images) and is_scanned(
+            _read_page_lines(page, index, limits), images, page.get_width() * page.get_height()
+        )
     finally:
         page.close()
 
 
-def parse_pdf(path: os.PathLike | str, settings: Settings,
-              ocr_engine: Optional[OCREngine] = None) -> list[ParsedPage]:
+def parse_pdf(path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None) -> list[ParsedPage]:
     """All pages at once (tests, small files); ingestion should prefer ``iter_pages``."""
     return list(iter_pages(path, settings, ocr_engine))

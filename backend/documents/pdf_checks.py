@@ -73,9 +73,16 @@ def _file_size(path: Path) -> int:
     return size
 
 
-_MAGIC = ((b"\x89PNG", "a PNG image"), (b"\xff\xd8\xff", "a JPEG image"), (b"GIF8", "a GIF image"),
-          (b"PK\x03\x04", "a ZIP archive, e.g. a Word or Excel file"), (b"\xd0\xcf\x11\xe0", "an old Office file"),
-          (b"{\\rtf", "an RTF document"), (b"II*\x00", "a TIFF image"), (b"MM\x00*", "a TIFF image"))
+_MAGIC = (
+    (b"\x89PNG", "a PNG image"),
+    (b"\xff\xd8\xff", "a JPEG image"),
+    (b"GIF8", "a GIF image"),
+    (b"PK\x03\x04", "a ZIP archive, e.g. a Word or Excel file"),
+    (b"\xd0\xcf\x11\xe0", "an old Office file"),
+    (b"{\\rtf", "an RTF document"),
+    (b"II*\x00", "a TIFF image"),
+    (b"MM\x00*", "a TIFF image"),
+)
 
 
 def _guess_kind(head: bytes) -> str:

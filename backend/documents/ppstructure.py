@@ -17,8 +17,7 @@ from typing import Any, Optional
 FORMULA_LABELS = {"formula", "display_formula", "equation"}
 INLINE_FORMULA_LABELS = {"inline_formula"}
 # blocks that are no page text: pictures (their file is not fetched), running lines, page numbers
-_SKIPPED_LABELS = {"image", "chart", "seal", "header", "footer", "number", "header_image", "footer_image",
-                   "aside_text"}
+_SKIPPED_LABELS = {"image", "chart", "seal", "header", "footer", "number", "header_image", "footer_image", "aside_text"}
 
 _MD_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)|<img\b[^>]*>|</?div\b[^>]*>", re.IGNORECASE)
 _DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]", re.DOTALL)
@@ -71,13 +70,14 @@ def _bare_latex(content: str) -> str:
     content = content.strip()
     for left, right in (("$$", "$$"), ("\\[", "\\]"), ("$", "$")):
         if content.startswith(left) and content.endswith(right) and len(content) > len(left) + len(right):
-            return content[len(left):-len(right)].strip()
+            return content[len(left) : -len(right)].strip()
     return content
 
 
 def formulas_as_paragraphs(text: str) -> str:
     """Every display formula (``$$…$$`` or ``\\[…\\]``) as ``$$ <LaTeX on one line> $$`` in a paragraph of
     its own, so that the chunker never splits it and never runs it into the text beside it."""
+
     def one_line(match: re.Match[str]) -> str:
         latex = " ".join((match.group(1) or match.group(2) or "").split())
         return f"\n\n$$ {latex} $$\n\n" if latex else ""

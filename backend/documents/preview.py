@@ -33,8 +33,9 @@ _SPLIT = re.compile(r"[\n。！？；!?;|]+|(?<=[.,:])\s+")
 LineReader = Callable[[Image.Image], Sequence[Any]]  # an OCR engine's ``lines``: items with text, x0, y0, x1, y1
 
 
-def render_page(pdf_path: Path, page_number: int, highlight: str, out_dir: Path,
-                read_lines: LineReader | None = None) -> Path:
+def render_page(
+    pdf_path: Path, page_number: int, highlight: str, out_dir: Path, read_lines: LineReader | None = None
+) -> Path:
     """Render ``page_number`` (1-based) of ``pdf_path`` into ``out_dir`` with ``highlight`` framed. A scanned
     page has no text to search: ``read_lines`` (OCR) finds the passage's lines there, once per page."""
     key = hashlib.sha1(f"{FRAMES_VERSION}:{highlight}".encode()).hexdigest()[:12]
@@ -56,11 +57,13 @@ def render_page(pdf_path: Path, page_number: int, highlight: str, out_dir: Path,
 
 def ocr_line_reader(settings: Any) -> LineReader:
     """The configured OCR engine's line reader, created on first use (no frame if the engine has none)."""
+
     def read(image: Image.Image) -> Sequence[Any]:
         from backend.documents.ocr import get_ocr_engine
 
         lines = getattr(get_ocr_engine(settings), "lines", None)
         return lines(image) if lines is not None else []
+
     return read
 
 
@@ -127,7 +130,7 @@ def _squash(text: str) -> str:
 
 
 def _trigrams(text: str) -> set[str]:
-    return {text[i:i + 3] for i in range(len(text) - 2)}
+    return {text[i : i + 3] for i in range(len(text) - 2)}
 
 
 def _probes(text: str) -> list[str]:
@@ -170,9 +173,15 @@ def _char_boxes(textpage: pdfium.PdfTextPage, index: int, count: int) -> list[tu
 def _to_pixels(lines: Sequence[Rect], visible: Rect) -> list[Rect]:
     """PDF user space (origin bottom-left; the rendered page is the ``visible`` box, which need not start
     at 0, 0) to preview pixels (origin top-left)."""
-    return [((left - visible[0]) * PREVIEW_SCALE, (visible[3] - top) * PREVIEW_SCALE,
-             (right - visible[0]) * PREVIEW_SCALE, (visible[3] - bottom) * PREVIEW_SCALE)
-            for left, bottom, right, top in lines]
+    return [
+        (
+            (left - visible[0]) * PREVIEW_SCALE,
+            (visible[3] - top) * PREVIEW_SCALE,
+            (right - visible[0]) * PREVIEW_SCALE,
+            (visible[3] - bottom) * PREVIEW_SCALE,
+        )
+        for left, bottom, right, top in lines
+    ]
 
 
 def _draw_frames(image: Image.Image, frames: Sequence[Rect]) -> None:
@@ -181,8 +190,9 @@ def _draw_frames(image: Image.Image, frames: Sequence[Rect]) -> None:
         return
     draw = ImageDraw.Draw(image, "RGBA")
     for x0, y0, x1, y1 in frames:
-        draw.rectangle((x0 - 3, y0 - 3, x1 + 3, y1 + 3), fill=FRAME_COLOUR + (40,),
-                       outline=FRAME_COLOUR + (255,), width=2)
+        draw.rectangle(
+            (x0 - 3, y0 - 3, x1 + 3, y1 + 3), fill=FRAME_COLOUR + (40,), outline=FRAME_COLOUR + (255,), width=2
+        )
 
 
 def _merge_lines(boxes):

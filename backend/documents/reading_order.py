@@ -36,6 +36,7 @@ class Boxed(Protocol):
 @dataclass
 class Leaf:
     """Lines read top to bottom as one piece; ``column`` numbers the column region they belong to."""
+
     lines: list
     column: int
 
@@ -71,8 +72,9 @@ def column_test_unsure(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, 
     return columns.unsure > 0
 
 
-def _leaves(lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]],
-            columns: _Columns) -> list[Leaf]:
+def _leaves(
+    lines: Sequence[Boxed], obstacles: Sequence[tuple[float, float, float, float]], columns: _Columns
+) -> list[Leaf]:
     if not lines:
         return []
     size = statistics.median(max(1.0, ln.size) for ln in lines)
@@ -111,8 +113,9 @@ def _cut(lines: list, column: int, size: float, columns: _Columns, depth: int) -
     return [Leaf(lines, column)]
 
 
-def _cut_at_gutter(lines: list, gutter: tuple[float, float], column: int, size: float, columns: _Columns,
-                   depth: int) -> list[Leaf]:
+def _cut_at_gutter(
+    lines: list, gutter: tuple[float, float], column: int, size: float, columns: _Columns, depth: int
+) -> list[Leaf]:
     """Bands between full-width lines, each band read left column then right column."""
     left_id, right_id = columns.new(), columns.new()
     out: list[Leaf] = []
@@ -153,8 +156,10 @@ def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, fl
     if not columns.check_unsure:
         return None
     # refused, or too narrow for a gutter: unsure if it still parts side-by-side text
-    narrow = sorted((s for s in inner if _NARROW_GUTTER_EMS * size <= s[1] - s[0] < 0.4 * size and s[2] == 0),
-                    key=lambda s: -(s[1] - s[0]))
+    narrow = sorted(
+        (s for s in inner if _NARROW_GUTTER_EMS * size <= s[1] - s[0] < 0.4 * size and s[2] == 0),
+        key=lambda s: -(s[1] - s[0]),
+    )
     candidates = strips[:_GUTTER_CANDIDATES] + narrow[:_GUTTER_CANDIDATES]
     columns.unsure += any(_side_by_side(lines, (a, b), size) for a, b, _ in candidates)
     return None

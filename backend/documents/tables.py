@@ -54,8 +54,7 @@ def find_tables(plumber_page: Any, page_height: float, page_width: float, chars:
     return tables
 
 
-def _cell_text(cell: Optional[tuple[float, float, float, float]], page_height: float,
-               chars: Sequence[Char]) -> str:
+def _cell_text(cell: Optional[tuple[float, float, float, float]], page_height: float, chars: Sequence[Char]) -> str:
     if cell is None:
         return ""  # merged into a neighbour
     x0, top, x1, bottom = cell

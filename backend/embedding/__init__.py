@@ -10,17 +10,27 @@ see is an :class:`~backend.errors.EmbeddingError` with a one-line reason. Adding
 """
 
 from backend.embedding.base import (
-                                    DEFAULT_BUNDLED,
-                                    E5_PASSAGE_PROMPT,
-                                    E5_PROMPTS,
-                                    E5_QUERY_PROMPT,
-                                    BatchedEmbedder,
-                                    Embedder,
-                                    clean_text,
-                                    l2_normalise,
+    DEFAULT_BUNDLED,
+    E5_PASSAGE_PROMPT,
+    E5_PROMPTS,
+    E5_QUERY_PROMPT,
+    BatchedEmbedder,
+    Embedder,
+    clean_text,
+    l2_normalise,
 )
 from backend.embedding.factory import create_embedder, embedding_model_id, resolve_dtype
 
-__all__ = ["DEFAULT_BUNDLED", "E5_PASSAGE_PROMPT", "E5_PROMPTS", "E5_QUERY_PROMPT", "BatchedEmbedder", "Embedder",
-           "clean_text", "create_embedder", "embedding_model_id", "l2_normalise",
-           "resolve_dtype"]
+__all__ = [
+    "DEFAULT_BUNDLED",
+    "E5_PASSAGE_PROMPT",
+    "E5_PROMPTS",
+    "E5_QUERY_PROMPT",
+    "BatchedEmbedder",
+    "Embedder",
+    "clean_text",
+    "create_embedder",
+    "embedding_model_id",
+    "l2_normalise",
+    "resolve_dtype",
+]

@@ -97,7 +97,7 @@ class BatchedEmbedder(ABC):
         order = self._batch_order(texts)
         done = 0
         for start in range(0, len(order), self.batch_size):
-            indices = order[start:start + self.batch_size]
+            indices = order[start : start + self.batch_size]
             vectors = self._embed_batch([texts[i] for i in indices], kind)
             self._check_shape(vectors, len(indices))
             out[indices] = vectors
@@ -108,8 +108,9 @@ class BatchedEmbedder(ABC):
 
     def _check_shape(self, vectors: np.ndarray, rows: int) -> None:
         if vectors.shape != (rows, self.dim):
-            raise EmbeddingError(f"embedding model {self.model_id}: got vectors of shape {vectors.shape}, "
-                                 f"expected ({rows}, {self.dim})")
+            raise EmbeddingError(
+                f"embedding model {self.model_id}: got vectors of shape {vectors.shape}, expected ({rows}, {self.dim})"
+            )
 
 
 def l2_normalise(vectors: np.ndarray) -> np.ndarray:
@@ -121,6 +122,7 @@ def l2_normalise(vectors: np.ndarray) -> np.ndarray:
 # ----------------------------------------------------------------------------------------------
 # Helpers for local models (sentence-transformers and int8 alike)
 # ----------------------------------------------------------------------------------------------
+
 
 def count_tokens(tokenizer: Any, texts: list[str]) -> list[int]:
     """Each text's length in tokens, untruncated (a Hugging Face tokenizer; callers hold its lock)."""

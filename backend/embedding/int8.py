@@ -75,6 +75,7 @@ def cpu_supports_int8() -> bool:
 # Building the int8 model once
 # ----------------------------------------------------------------------------------------------
 
+
 def int8_model_dir(model_dir: Path) -> Path:
     return model_dir.parent / f"{model_dir.name}{INT8_SUFFIX}"
 
@@ -84,8 +85,7 @@ def ensure_int8_model(model_dir: Path, prompts: tuple[str, str]) -> Path:
 
     ``prompts`` are the (query, passage) prefixes the model is used with, for calibration."""
     target = int8_model_dir(model_dir)
-    folder = build_once(target, INT8_MARKER, lambda work: _build_into(work, model_dir, prompts),
-                        "int8 embedding model")
+    folder = build_once(target, INT8_MARKER, lambda work: _build_into(work, model_dir, prompts), "int8 embedding model")
     # Earlier versions kept an ONNX Runtime int8 model beside it; this one replaces it.
     shutil.rmtree(model_dir.parent / f"{model_dir.name}{SUPERSEDED_SUFFIX}", ignore_errors=True)
     return folder
@@ -127,9 +127,13 @@ def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
         quantized = _quantize(converted, feeds)
         report_step("int8", "save", INT8_STEPS["save"])
         ov.save_model(quantized, str(out / MODEL_FILE))
-    marker = {"source": model_dir.name, "built_at": time.time(), "openvino": ov.__version__,
-              "quantization": "int8 (NNCF), symmetric per-channel weights, calibrated activations",
-              "float_layers": FLOAT_LAYERS_PATTERN}
+    marker = {
+        "source": model_dir.name,
+        "built_at": time.time(),
+        "openvino": ov.__version__,
+        "quantization": "int8 (NNCF), symmetric per-channel weights, calibrated activations",
+        "float_layers": FLOAT_LAYERS_PATTERN,
+    }
     (out / INT8_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("int8 embedding model ready in %.1f s", time.monotonic() - started)
     report_step("int8", "done", 1.0)
@@ -149,8 +153,9 @@ def _convert(model_dir: Path) -> Any:
             self.inner = inner
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            return self.inner(input_ids=input_ids, attention_mask=attention_mask,
-                              token_type_ids=token_type_ids).last_hidden_state
+            return self.inner(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
 
     example = torch.ones((2, 16), dtype=torch.long)
     inputs = dict(zip(INPUT_NAMES, (example, example, torch.zeros_like(example))))
@@ -164,8 +169,9 @@ def calibration_feeds(model_dir: Path, prompts: tuple[str, str]) -> list[dict[st
     from transformers import AutoTokenizer
 
     query_prompt, passage_prompt = prompts
-    passages = [json.loads(line)["text"] for line in CALIBRATION_FILE.read_text(encoding="utf-8").splitlines()
-                if line.strip()]
+    passages = [
+        json.loads(line)["text"] for line in CALIBRATION_FILE.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]
     texts = [passage_prompt + text for text in passages]
     texts += [query_prompt + _opening(text) for text in passages[:CALIBRATION_QUERIES]]
     tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
@@ -195,15 +201,22 @@ def _quantize(model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
     set_log_level(logging.WARNING)
     # SmoothQuant (on by default for transformers) cost accuracy on this model and bought no speed.
     no_smoothing = nncf.AdvancedQuantizationParameters(
-        smooth_quant_alphas=nncf.AdvancedSmoothQuantParameters(matmul=-1))
-    return nncf.quantize(model, nncf.Dataset(feeds), model_type=nncf.ModelType.TRANSFORMER,
-                         subset_size=len(feeds), advanced_parameters=no_smoothing,
-                         ignored_scope=nncf.IgnoredScope(patterns=[FLOAT_LAYERS_PATTERN]))
+        smooth_quant_alphas=nncf.AdvancedSmoothQuantParameters(matmul=-1)
+    )
+    return nncf.quantize(
+        model,
+        nncf.Dataset(feeds),
+        model_type=nncf.ModelType.TRANSFORMER,
+        subset_size=len(feeds),
+        advanced_parameters=no_smoothing,
+        ignored_scope=nncf.IgnoredScope(patterns=[FLOAT_LAYERS_PATTERN]),
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Running it
 # ----------------------------------------------------------------------------------------------
+
 
 class Int8Embedder(BatchedEmbedder):
     """The bundled model quantized to int8, with the e5 prompts."""
@@ -224,8 +237,13 @@ class Int8Embedder(BatchedEmbedder):
         with hf_offline():
             runner = Int8Runner(folder, (E5_QUERY_PROMPT, E5_PASSAGE_PROMPT), length, threads)
         embedder = cls(runner, model_id, settings.embedding.batch_size)
-        log.info("Embedding model %s loaded in %.1f s (int8, OpenVINO, %d dims, %d threads)", model_id,
-                 time.monotonic() - started, embedder.dim, threads)
+        log.info(
+            "Embedding model %s loaded in %.1f s (int8, OpenVINO, %d dims, %d threads)",
+            model_id,
+            time.monotonic() - started,
+            embedder.dim,
+            threads,
+        )
         return embedder
 
     def _sort_lengths(self, texts: list[str]) -> list[int]:
@@ -280,8 +298,9 @@ class Int8Runner:
         """What transformers' fast tokenizer gives for padding=True, truncation=True, max_length and
         pad_to_multiple_of (it sets these same options on this same tokenizer), as int64 arrays."""
         self.tokenizer.enable_truncation(self.max_seq_length)
-        self.tokenizer.enable_padding(pad_id=self.pad_id, pad_token=self.tokenizer.id_to_token(self.pad_id),
-                                      pad_to_multiple_of=PAD_TO_MULTIPLE)
+        self.tokenizer.enable_padding(
+            pad_id=self.pad_id, pad_token=self.tokenizer.id_to_token(self.pad_id), pad_to_multiple_of=PAD_TO_MULTIPLE
+        )
         encoded = self.tokenizer.encode_batch(texts)
         input_ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
         mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
@@ -293,8 +312,10 @@ class Int8Runner:
         extra = min(AVOIDED_LENGTHS.get(length, length), self.max_seq_length) - length
         if extra <= 0:
             return input_ids, mask
-        return (np.pad(input_ids, ((0, 0), (0, extra)), constant_values=self.pad_id),
-                np.pad(mask, ((0, 0), (0, extra)), constant_values=0))
+        return (
+            np.pad(input_ids, ((0, 0), (0, extra)), constant_values=self.pad_id),
+            np.pad(mask, ((0, 0), (0, extra)), constant_values=0),
+        )
 
 
 def _pad_token(model_dir: Path) -> str:
@@ -327,8 +348,9 @@ def _compiled(folder: Path, threads: int) -> tuple[Any, EmbeddingTable]:
         core = ov.Core()
         model, table = _without_embedding_lookup(core.read_model(str(folder / MODEL_FILE)))
         # Unpinned threads: the cores are shared with OCR workers and the read-ahead parser.
-        return core.compile_model(model, "CPU", {
-            "INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}), table
+        return core.compile_model(
+            model, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
+        ), table
     except RuntimeError as exc:
         raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
 
@@ -338,15 +360,25 @@ def _without_embedding_lookup(model: Any) -> tuple[Any, EmbeddingTable]:
     read: Gather(Multiply(Convert(int8 constant), scales), ids)."""
     import openvino as ov
 
-    gather = next((op for op in model.get_ordered_ops() if op.get_type_name() == "Gather"
-                   and "word_embeddings" in op.get_friendly_name()), None)
+    gather = next(
+        (
+            op
+            for op in model.get_ordered_ops()
+            if op.get_type_name() == "Gather" and "word_embeddings" in op.get_friendly_name()
+        ),
+        None,
+    )
     if gather is None:
         raise RuntimeError("no word embedding Gather in the model")
     multiply = gather.input_value(0).get_node()
     convert = multiply.input_value(0).get_node()
     weights, scales = convert.input_value(0).get_node(), multiply.input_value(1).get_node()
-    if (multiply.get_type_name(), convert.get_type_name(), weights.get_type_name(),
-            scales.get_type_name()) != ("Multiply", "Convert", "Constant", "Constant"):
+    if (multiply.get_type_name(), convert.get_type_name(), weights.get_type_name(), scales.get_type_name()) != (
+        "Multiply",
+        "Convert",
+        "Constant",
+        "Constant",
+    ):
         raise RuntimeError("the word embedding table is not an int8 constant with row scales")
     embeds = ov.op.Parameter(ov.Type.f32, gather.get_output_partial_shape(0))
     embeds.set_friendly_name(EMBEDS_INPUT)

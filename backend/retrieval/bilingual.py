@@ -20,8 +20,11 @@ log = logging.getLogger(__name__)
 
 _LINE = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/\s*$")
 _PARENTHESES = re.compile(r"\([^)]*\)|\[[^\]]*\]")
-_SKIP_SENSE = re.compile(r"^(?:CL:|surname |variant of|old variant|see |abbr\. |also written|also pr\.|"
-                         r"used in |Taiwan pr\.|erhua variant)", re.IGNORECASE)
+_SKIP_SENSE = re.compile(
+    r"^(?:CL:|surname |variant of|old variant|see |abbr\. |also written|also pr\.|"
+    r"used in |Taiwan pr\.|erhua variant)",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[a-z][a-z\-']*[a-z]|[a-z]")
 # "Temujin, birth name of Genghis Khan": a proper name followed by who it is; the name is the translation.
 _NAME_THEN_EXPLANATION = re.compile(r"^([A-Z][\w\-']+(?: [A-Z][\w\-']+){0,2}),\s.*$")
@@ -50,8 +53,15 @@ class TermList:
 def _english_forms(word: str) -> list[str]:
     """The word and crude stems (plural, past, gerund), so "hired" finds the sense "hire"."""
     forms = [word]
-    for suffix, replacement in (("ies", "y"), ("es", ""), ("s", ""), ("ed", ""), ("ed", "e"), ("ing", ""),
-                                ("ing", "e")):
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("es", ""),
+        ("s", ""),
+        ("ed", ""),
+        ("ed", "e"),
+        ("ing", ""),
+        ("ing", "e"),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             forms.append(word[: -len(suffix)] + replacement)
     return forms

@@ -21,12 +21,30 @@ from backend.types import Source
 log = logging.getLogger(__name__)
 
 CALIBRATION_FILE = Path(__file__).with_name("calibration.json")
-FEATURES = ("top_relevance", "top_keyword", "top_semantic", "margin", "top_entity", "agreement", "bridged",
-            "bridged_relevance")
+FEATURES = (
+    "top_relevance",
+    "top_keyword",
+    "top_semantic",
+    "margin",
+    "top_entity",
+    "agreement",
+    "bridged",
+    "bridged_relevance",
+)
 # Used only until a calibration is fitted: a cautious guess with the right direction.
-_FALLBACK = {"bias": -4.0, "weights": {"top_relevance": 4.0, "top_keyword": 2.0, "top_semantic": 2.0,
-                                       "margin": 1.0, "top_entity": 0.5, "agreement": 0.5, "bridged": 0.0,
-                                       "bridged_relevance": 0.0}}
+_FALLBACK = {
+    "bias": -4.0,
+    "weights": {
+        "top_relevance": 4.0,
+        "top_keyword": 2.0,
+        "top_semantic": 2.0,
+        "margin": 1.0,
+        "top_entity": 0.5,
+        "agreement": 0.5,
+        "bridged": 0.0,
+        "bridged_relevance": 0.0,
+    },
+}
 
 
 def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
@@ -78,8 +96,9 @@ def confidence_from_features(values: dict[str, float], calibration: dict | None 
     return 100.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
 
 
-def fit_calibration(rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: float = 1e-3,
-                    iterations: int = 500) -> dict:
+def fit_calibration(
+    rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: float = 1e-3, iterations: int = 500
+) -> dict:
     """Logistic regression by Newton's method (tiny data: a few thousand questions, six features)."""
     x = np.array([[r[name] for name in FEATURES] for r in rows], dtype=np.float64)
     x = np.hstack([np.ones((len(x), 1)), x])

@@ -126,24 +126,30 @@ def _english_of_parts(word: str) -> tuple[str, ...]:
     terms = term_list()
     if terms is None:
         return ()
-    parts = [word[i:i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
+    parts = [word[i : i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
     return tuple(dict.fromkeys(r for p in parts for r in terms.english(p)[:2]))
 
 
 # -- reranker signals across languages ------------------------------------------------------------
 
+
 def cross_signals(plan_: QuestionPlan, text: str, similarity: Optional[float]) -> dict[str, float]:
     """fuzzy, keyword, semantic and entity for a passage in the other language (length and rank as usual)."""
     haystack = normalize(text)
     words = set(_WORD.findall(haystack))
-    return {"fuzzy": 0.0, "keyword": _bridge_coverage(plan_, haystack, words),
-            "semantic": cross_semantic(similarity),
-            "entity": 100.0 * sum(_found(a, haystack, words) for a in plan_.anchors) / len(plan_.anchors)
-            if plan_.anchors else 0.0}
+    return {
+        "fuzzy": 0.0,
+        "keyword": _bridge_coverage(plan_, haystack, words),
+        "semantic": cross_semantic(similarity),
+        "entity": 100.0 * sum(_found(a, haystack, words) for a in plan_.anchors) / len(plan_.anchors)
+        if plan_.anchors
+        else 0.0,
+    }
 
 
 def cross_semantic(similarity: Optional[float]) -> float:
     from backend.retrieval.rerank import semantic_score
+
     return semantic_score(None if similarity is None else similarity + CROSS_SEMANTIC_SHIFT)
 
 
@@ -175,6 +181,7 @@ def cross_relevance(scores: Mapping[str, float]) -> float:
 
 # -- fusion across languages ----------------------------------------------------------------------
 
+
 def keyword_factor(query_lang: str, chunk_lang: str) -> float:
     """How much a keyword hit counts for a chunk: fully in its query's language, anchors-only elsewhere."""
     if not query_lang or not chunk_lang or query_lang == chunk_lang:
@@ -185,6 +192,7 @@ def keyword_factor(query_lang: str, chunk_lang: str) -> float:
 @dataclass
 class KeywordRun:
     """One keyword search's hits and the language of its query; the bridge counts only in the other one."""
+
     lang: str
     hits: list = field(default_factory=list)
     bridge: bool = False

@@ -25,17 +25,25 @@ from backend.types import Source
 _ARXIV_ID = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(v\d+)?(?![\d])")
 _OLD_ARXIV_ID = re.compile(r"\b([a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?\b")
 _WORD = re.compile(r"\w+(?:[-'’]\w+)*")
-_PAGE_HINTS = (re.compile(r"\(\s*P\.?\s*(\d{1,4})\s*\)"),
-               re.compile(r"\b(?:on|at|in|from|of)?\s*(?:the\s+)?pages?\s+(\d{1,4})\b", re.IGNORECASE),
-               re.compile(r"\bp\.\s*(\d{1,4})\b"),
-               re.compile(r"\b(?:on|at|in|from)\s+P(\d{1,4})\b"),
-               re.compile(r"第\s*(\d{1,4})\s*页"))
+_PAGE_HINTS = (
+    re.compile(r"\(\s*P\.?\s*(\d{1,4})\s*\)"),
+    re.compile(r"\b(?:on|at|in|from|of)?\s*(?:the\s+)?pages?\s+(\d{1,4})\b", re.IGNORECASE),
+    re.compile(r"\bp\.\s*(\d{1,4})\b"),
+    re.compile(r"\b(?:on|at|in|from)\s+P(\d{1,4})\b"),
+    re.compile(r"第\s*(\d{1,4})\s*页"),
+)
 # Words that frame a name ("in the document titled …", "… paper") and go with it when it is cut out.
-_FRAME_BEFORE = re.compile(r"(?:\b(?:in|from|of|by|according to|within|for|about)\s+)?(?:the\s+)?"
-                           r"(?:(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"
-                           r"(?:\b(?:titled|entitled|named|called)\s*)?[:\s“\"'‘「《(]*$", re.IGNORECASE)
-_FRAME_AFTER = re.compile(r"^(?:[\s”\"'’」》)]|\.pdf\b|\(\s*P\.?\s*\d{1,4}\s*\))*"
-                          r"(?:(?:document|paper|article|file|pdf|report|study)\b)?", re.IGNORECASE)
+_FRAME_BEFORE = re.compile(
+    r"(?:\b(?:in|from|of|by|according to|within|for|about)\s+)?(?:the\s+)?"
+    r"(?:(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"
+    r"(?:\b(?:titled|entitled|named|called)\s*)?[:\s“\"'‘「《(]*$",
+    re.IGNORECASE,
+)
+_FRAME_AFTER = re.compile(
+    r"^(?:[\s”\"'’」》)]|\.pdf\b|\(\s*P\.?\s*\d{1,4}\s*\))*"
+    r"(?:(?:document|paper|article|file|pdf|report|study)\b)?",
+    re.IGNORECASE,
+)
 _NAME_WORDS = r"(?:document|paper|article|file|pdf|report|study|manuscript|titled|entitled|named|called)"
 _NAMED_BEFORE = re.compile(rf"(?:\b{_NAME_WORDS}\s*[:“\"'‘「《(]*|[“\"‘「《])\s*$", re.IGNORECASE)
 _NAMED_AFTER = re.compile(rf"^\s*(?:[”\"’」》]|\.pdf\b|{_NAME_WORDS}\b)", re.IGNORECASE)
@@ -50,6 +58,7 @@ _NAME_WORD_MIN_CHARS = 3
 class CatalogEntry:
     """What one document can be called: its file name, its arXiv id (if any), the title its file name
     gives, and title-like lines from the top of its first page."""
+
     doc_id: str
     file: str
     arxiv_ids: tuple[str, ...] = ()
@@ -59,6 +68,7 @@ class CatalogEntry:
 @dataclass
 class Scope:
     """The documents a question names, the question without the name, and the pages it names."""
+
     doc_ids: list[str]
     files: list[str]
     rest: str
@@ -66,7 +76,7 @@ class Scope:
     reason: str = ""  # "file name", "arXiv id", "title"
 
     def label(self) -> str:
-        """"searched in: …" as the UI, the CLI and the API show it."""
+        """ "searched in: …" as the UI, the CLI and the API show it."""
         pages = f" (p. {', '.join(str(p) for p in self.pages)})" if self.pages else ""
         return ", ".join(self.files) + pages
 
@@ -111,7 +121,7 @@ def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope
 
 def _is_framed(text: str, start: int, end: int) -> bool:
     """Whether a name is said as a name: quoted, or next to "paper", "document", "titled", ".pdf"."""
-    return bool(_NAMED_BEFORE.search(text[max(0, start - 40):start]) or _NAMED_AFTER.match(text[end:end + 40]))
+    return bool(_NAMED_BEFORE.search(text[max(0, start - 40) : start]) or _NAMED_AFTER.match(text[end : end + 40]))
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -143,8 +153,7 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
         for match in re.finditer(rf"(?<!\w){re.escape(stem)}(?!\w)", lowered):
             start, end = match.span()
             # a file called after one plain word ("report.pdf") is named only as a file or in quotes
-            if stem.isalpha() and not (
-                    _looks_like_a_name(text[start:end]) or _is_framed(text, start, end)):
+            if stem.isalpha() and not (_looks_like_a_name(text[start:end]) or _is_framed(text, start, end)):
                 continue
             best.append((start, end, entry))
             break
@@ -220,8 +229,9 @@ def _title_run(words, title: str, frequency: dict[str, int], documents: int, sin
         run_content = [w for w, _, _ in run if _is_content(w)]
         rare = any(frequency.get(w, 0) == 1 for w in run_content)
         names_a_thing = single_word and len(run) == 1 and rare and _looks_like_a_name(run[0][2])
-        long_enough = (rare and len(run_content) >= _MIN_PHRASE_WORDS
-                       and len(run_content) >= _MIN_TITLE_SHARE * len(content))
+        long_enough = (
+            rare and len(run_content) >= _MIN_PHRASE_WORDS and len(run_content) >= _MIN_TITLE_SHARE * len(content)
+        )
         if names_a_thing or long_enough:
             score = sum(math.log(1 + documents / frequency.get(w, 1)) for w in run_content)
             if best is None or score > best[0]:
@@ -237,8 +247,11 @@ def _common_runs(words, title_words: list[str]) -> list[tuple[int, int]]:
             if start and offset and words[start - 1][0] == title_words[offset - 1]:
                 continue  # not maximal: the run starting one word earlier holds it
             length = 0
-            while (start + length < len(words) and offset + length < len(title_words)
-                   and words[start + length][0] == title_words[offset + length]):
+            while (
+                start + length < len(words)
+                and offset + length < len(title_words)
+                and words[start + length][0] == title_words[offset + length]
+            ):
                 length += 1
             if length:
                 runs.add((start, start + length))

@@ -49,8 +49,14 @@ def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> S
     chunk ids). Each source keeps its higher relevance; the confidence follows the list that found the
     fused first source (the original's when both did)."""
     from dataclasses import replace
-    ranked = weighted_rrf([RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),
-                           RankedList([s.chunk_id for s in rewritten.sources], REWRITE_WEIGHT)], k=REWRITE_RRF_K)
+
+    ranked = weighted_rrf(
+        [
+            RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),
+            RankedList([s.chunk_id for s in rewritten.sources], REWRITE_WEIGHT),
+        ],
+        k=REWRITE_RRF_K,
+    )
     best: dict[str, Source] = {}
     for source in [*original.sources, *rewritten.sources]:
         kept = best.get(source.chunk_id)
@@ -60,5 +66,4 @@ def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> S
     first = sources[0].chunk_id if sources else None
     in_original = any(s.chunk_id == first for s in original.sources[:1]) or not rewritten.sources
     confidence = original.confidence if in_original else rewritten.confidence
-    return replace(original, sources=sources, confidence=confidence,
-                   queries=[*original.queries, *rewritten.queries])
+    return replace(original, sources=sources, confidence=confidence, queries=[*original.queries, *rewritten.queries])

@@ -11,7 +11,9 @@ import re
 REFERENCES_FACTOR = 0.9  # relevance kept by a reference-list chunk when the question does not ask for one
 _ASKS_FOR_REFERENCES = re.compile(
     r"\b(?:references?|bibliograph\w*|cit(?:e|es|ed|ing|ation|ations)|publications?|published|journals?|"
-    r"proceedings|preprints?)\b|参考文献|文献|引用|出版", re.IGNORECASE)
+    r"proceedings|preprints?)\b|参考文献|文献|引用|出版",
+    re.IGNORECASE,
+)
 
 
 def asks_for_references(question: str) -> bool:

@@ -92,8 +92,12 @@ def rank_score(fused_rank: int, candidates: int) -> float:
     return 100.0 / (1.0 + RANK_SLOPE * (fused_rank - 1))
 
 
-def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
-           question_plan: Optional[crosslingual.QuestionPlan] = None) -> list[Source]:
+def rerank(
+    question: str,
+    candidates: Sequence[Source],
+    weights: RerankSettings,
+    question_plan: Optional[crosslingual.QuestionPlan] = None,
+) -> list[Source]:
     """Score candidates (already in fused order) and return them by descending relevance. With a
     ``question_plan``, a candidate in another language is scored against the model's translation of the
     question, or without one by the cross-lingual signals."""
@@ -103,8 +107,11 @@ def rerank(question: str, candidates: Sequence[Source], weights: RerankSettings,
         asked = question_plan.question_for(source.lang) if question_plan else question
         if asked is None:
             assert question_plan is not None  # only a plan leaves a passage without a question
-            source.scores = {**crosslingual.cross_signals(question_plan, source.text, source.similarity),
-                             "length": length_score(source.text), "rank": rank_score(rank, len(candidates))}
+            source.scores = {
+                **crosslingual.cross_signals(question_plan, source.text, source.similarity),
+                "length": length_score(source.text),
+                "rank": rank_score(rank, len(candidates)),
+            }
             source.scores = {s: source.scores[s] for s in SIGNALS}
             source.relevance, source.bridged = crosslingual.cross_relevance(source.scores), True
             source.relevance *= kind_factor(question, source.kind)

@@ -34,8 +34,15 @@ class Retriever:
         self._translations: dict[str, Optional[str]] = {}
         self._lock = threading.Lock()
 
-    def search(self, collection: str, question: str, where: SearchFilter, mode: str = "rerank",
-               top: Optional[int] = None, scope: Optional[Scope] = None) -> SearchResult:
+    def search(
+        self,
+        collection: str,
+        question: str,
+        where: SearchFilter,
+        mode: str = "rerank",
+        top: Optional[int] = None,
+        scope: Optional[Scope] = None,
+    ) -> SearchResult:
         """``scope``: the document(s) the question names (doc_scope): searched alone, for the rest of the
         question, with the pages it names first."""
         if mode not in MODES:
@@ -56,37 +63,64 @@ class Retriever:
         lists = len(dense_lists) + len(queries) * (mode != "dense")
         ranked = named_pages_first(self._rank(mode, question_plan, ordered, lists), scope)
         sources = ranked[:top]
-        result = SearchResult(question=asked, mode=mode, confidence=confidence(ranked), sources=sources,
-                              queries=queries, searched_in=scope.label() if scope else "")
+        result = SearchResult(
+            question=asked,
+            mode=mode,
+            confidence=confidence(ranked),
+            sources=sources,
+            queries=queries,
+            searched_in=scope.label() if scope else "",
+        )
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _hit_lists(self, collection: str, mode: str, queries: list[str], vectors,
-                   question_plan: crosslingual.QuestionPlan, where: SearchFilter
-                   ) -> tuple[list[list[Hit]], list[crosslingual.KeywordRun]]:
+    def _hit_lists(
+        self,
+        collection: str,
+        mode: str,
+        queries: list[str],
+        vectors,
+        question_plan: crosslingual.QuestionPlan,
+        where: SearchFilter,
+    ) -> tuple[list[list[Hit]], list[crosslingual.KeywordRun]]:
         """The dense hits of each query vector and the keyword runs of each keyword query (those the mode uses)."""
         cfg = self.settings.retrieval
-        dense_lists = ([self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
-                       if mode != "keyword" else [])
-        keyword_runs = ([crosslingual.KeywordRun(lang, self.store.keyword_search(collection, q, cfg.keyword_top_n,
-                                                                                  where), bridge)
-                         for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)]
-                        if mode != "dense" else [])
+        dense_lists = (
+            [self.store.dense_search(collection, v, cfg.dense_top_n, where) for v in vectors]
+            if mode != "keyword"
+            else []
+        )
+        keyword_runs = (
+            [
+                crosslingual.KeywordRun(
+                    lang, self.store.keyword_search(collection, q, cfg.keyword_top_n, where), bridge
+                )
+                for q, lang, bridge in crosslingual.keyword_queries(question_plan, queries)
+            ]
+            if mode != "dense"
+            else []
+        )
         return dense_lists, keyword_runs
 
-    def _fuse(self, dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.KeywordRun],
-              candidates: dict[str, Source]) -> dict[str, float]:
+    def _fuse(
+        self, dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.KeywordRun], candidates: dict[str, Source]
+    ) -> dict[str, float]:
         """Weighted RRF over every list; each candidate keeps its fused score."""
         cfg = self.settings.retrieval
-        fused = weighted_rrf([RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
-                             + [RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights())
-                                for run in keyword_runs], k=cfg.rrf_k)
+        fused = weighted_rrf(
+            [RankedList([h.row.id for h in hits], cfg.dense_weight) for hits in dense_lists]
+            + [
+                RankedList([h.row.id for h in run.hits], cfg.keyword_weight, run.item_weights()) for run in keyword_runs
+            ],
+            k=cfg.rrf_k,
+        )
         for chunk_id, score in fused.items():
             candidates[chunk_id].rrf = score
         return fused
 
-    def _rank(self, mode: str, question_plan: crosslingual.QuestionPlan, ordered: list[Source],
-              lists: int) -> list[Source]:
+    def _rank(
+        self, mode: str, question_plan: crosslingual.QuestionPlan, ordered: list[Source], lists: int
+    ) -> list[Source]:
         """Order candidates for the mode; the reranker's signals are computed in every mode for display."""
         pool = ordered[: max(self.settings.retrieval.rerank_candidates, self.settings.retrieval.top_k)]
         reranked = rerank(question_plan.question, pool, self.settings.rerank, question_plan)
@@ -101,14 +135,18 @@ class Retriever:
             by_mode = sorted(pool, key=lambda s: s.keyword_rank or 10**9)
         else:  # hybrid: the fused order itself
             by_mode = list(pool)
-        best_possible = (self.settings.retrieval.dense_weight + self.settings.retrieval.keyword_weight) \
-            / (self.settings.retrieval.rrf_k + 1) * max(1, lists // 2)
+        best_possible = (
+            (self.settings.retrieval.dense_weight + self.settings.retrieval.keyword_weight)
+            / (self.settings.retrieval.rrf_k + 1)
+            * max(1, lists // 2)
+        )
         for s in by_mode:
             s.relevance = min(100.0, 100.0 * s.rrf / best_possible) if best_possible else 0.0
         return by_mode
 
-    def _named_page_sources(self, collection: str, scope: Optional[Scope],
-                            candidates: dict[str, Source]) -> list[Source]:
+    def _named_page_sources(
+        self, collection: str, scope: Optional[Scope], candidates: dict[str, Source]
+    ) -> list[Source]:
         """Every chunk of the pages the question names (in the named documents), added to the candidates."""
         if scope is None or not scope.pages:
             return []
@@ -153,9 +191,14 @@ class Retriever:
 
 def translation_prompt(question: str) -> list[dict[str, str]]:
     target = "English" if question_language(question) == "zh" else "Chinese (简体中文)"
-    return [{"role": "system", "content": f"Translate the user's question into {target}. Reply with the "
-                                          f"translation only, no quotes or explanations."},
-            {"role": "user", "content": question}]
+    return [
+        {
+            "role": "system",
+            "content": f"Translate the user's question into {target}. Reply with the "
+            f"translation only, no quotes or explanations.",
+        },
+        {"role": "user", "content": question},
+    ]
 
 
 def _collect(dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.KeywordRun]) -> dict[str, Source]:
@@ -178,5 +221,14 @@ def _collect(dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.Keywo
 
 def _source(hit: Hit) -> Source:
     row = hit.row
-    return Source(file=row.filename, doc_id=row.doc_id, page=row.page, page_end=row.page_end,
-                  chunk_index=row.chunk_index, text=row.content, chunk_id=row.id, lang=row.lang, kind=row.kind)
+    return Source(
+        file=row.filename,
+        doc_id=row.doc_id,
+        page=row.page,
+        page_end=row.page_end,
+        chunk_index=row.chunk_index,
+        text=row.content,
+        chunk_id=row.id,
+        lang=row.lang,
+        kind=row.kind,
+    )

@@ -23,6 +23,7 @@ class CollectionInfo:
 @dataclass
 class ChunkRow:
     """One stored chunk; ``id`` is unique within a collection."""
+
     id: str
     doc_id: str
     filename: str
@@ -44,6 +45,7 @@ class Hit:
 @dataclass
 class SearchFilter:
     """Which documents a search may see: only ``include`` (if given) and never ``exclude``."""
+
     include_doc_ids: Optional[Sequence[str]] = None
     exclude_doc_ids: Sequence[str] = ()
 
@@ -89,12 +91,12 @@ class VectorStore(ABC):
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None: ...
 
     @abstractmethod
-    def dense_search(self, name: str, vector: np.ndarray, limit: int,
-                     where: Optional[SearchFilter] = None) -> list[Hit]: ...
+    def dense_search(
+        self, name: str, vector: np.ndarray, limit: int, where: Optional[SearchFilter] = None
+    ) -> list[Hit]: ...
 
     @abstractmethod
-    def keyword_search(self, name: str, text: str, limit: int,
-                       where: Optional[SearchFilter] = None) -> list[Hit]: ...
+    def keyword_search(self, name: str, text: str, limit: int, where: Optional[SearchFilter] = None) -> list[Hit]: ...
 
     @abstractmethod
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:

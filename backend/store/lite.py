@@ -54,9 +54,12 @@ def served_here(uri: str) -> bool:
 def store_locked(uri: str) -> bool:
     """Milvus Lite 3.x holds a flock on ``LOCK`` in its folder; Lite 2.x a POSIX lock on ``.<file>.lock``."""
     import fcntl
+
     store = Path(uri)
-    for lock_file, lock, unlock in [(store / "LOCK", fcntl.flock, fcntl.flock),
-                                    (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf)]:
+    for lock_file, lock, unlock in [
+        (store / "LOCK", fcntl.flock, fcntl.flock),
+        (store.parent / f".{store.name}.lock", fcntl.lockf, fcntl.lockf),
+    ]:
         try:
             with open(lock_file, "ab") as handle:
                 lock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -70,10 +73,12 @@ def store_locked(uri: str) -> bool:
 
 def connect_failure(uri: str, lite: bool, exc: Optional[Exception]) -> str:
     if lite and store_locked(uri):
-        return (f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
-                f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
-                f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
-                f"(README: Scaling out)")
+        return (
+            f"the Milvus Lite store {uri} is in use by another DocLens process. To share one store, "
+            f"serve it with `python -m backend.store.lite_server --store {uri} --port 19530` and set "
+            f"DOCLENS_MILVUS_URI=http://127.0.0.1:19530 for every process, or use a Milvus server "
+            f"(README: Scaling out)"
+        )
     if lite:
         return f"cannot open the Milvus Lite store {uri}: {_short(exc)}"
     return f"cannot reach Milvus at {uri}: {_short(exc)} (is the server running? is DOCLENS_MILVUS_TOKEN right?)"

@@ -34,8 +34,7 @@ def start(store: Path, port: int) -> subprocess.Popen:
     """Start the server and wait until it accepts connections (``http://127.0.0.1:<port>``)."""
     store.parent.mkdir(parents=True, exist_ok=True)
     args, env = server_command(store, port)
-    proc = subprocess.Popen(args, env=env, cwd=str(store.parent), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(args, env=env, cwd=str(store.parent), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + START_TIMEOUT_S
     while time.time() < deadline:
         if proc.poll() is not None:

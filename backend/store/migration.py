@@ -34,9 +34,12 @@ def set_aside(data_dir: Path, store: Path) -> bool:
         for folder in sorted(kbs.iterdir()):
             if folder.is_dir():  # a name taken by an earlier, unfinished migration: keep both
                 folder.rename(_free_name(waiting / folder.name))
-    log.warning("the Milvus Lite store %s was made by Milvus Lite 3.x, which this version cannot read: moved "
-                "it aside; its knowledge bases are indexed again from their PDFs (at app start, or with "
-                "`python main.py migrate`)", store)
+    log.warning(
+        "the Milvus Lite store %s was made by Milvus Lite 3.x, which this version cannot read: moved "
+        "it aside; its knowledge bases are indexed again from their PDFs (at app start, or with "
+        "`python main.py migrate`)",
+        store,
+    )
     return True
 
 

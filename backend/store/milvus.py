@@ -16,6 +16,7 @@ from pymilvus.exceptions import MilvusException
 from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+from backend.store.filters import filter_expression, in_list
 from backend.store.lite import (
     connect_failure,
     is_lite,
@@ -25,6 +26,7 @@ from backend.store.lite import (
     store_locked,
 )
 from backend.store.migration import made_by_lite3
+from backend.store.rows import DESCRIPTION_PREFIX, MAX_CONTENT, description_properties, entity_to_row, row_to_entity
 
 log = logging.getLogger(__name__)
 
@@ -36,40 +38,15 @@ PROP_DIM = "doclens.dim"
 # Milvus Lite 2.5 and the server alike: Chinese words via jieba, Latin words kept and lowercased (a question's
 # "transformer" finds "Transformer"; the query goes through the same analyzer).
 ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", "cnalphanumonly"]}
-MAX_CONTENT = 65535
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
 REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
-DESCRIPTION_PREFIX = "DocLens chunks "
 INSERT_BATCH = 256
 QUERY_BATCH = 1000
 # A document filter up to this many rows is scored exactly; HNSW under a selective filter stops early.
 EXACT_FILTER_ROWS = 5000  # rows read with their text: one query, no second round trip
 FILTERED_EF = 512  # HNSW search breadth when a larger filtered set goes through the index
 CONNECT_TIMEOUT_S = 60
-
-
-def quote(value: str) -> str:
-    """A Milvus expression string literal: user text never reaches a filter unescaped."""
-    escaped = (value.replace("\\", "\\\\").replace('"', '\\"')
-               .replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t"))
-    return f'"{escaped}"'
-
-
-def in_list(field: str, values: Iterable[str], negate: bool = False) -> str:
-    op = "not in" if negate else "in"
-    return f"{field} {op} [{', '.join(quote(v) for v in values)}]"
-
-
-def filter_expression(where: Optional[SearchFilter]) -> str:
-    if where is None:
-        return ""
-    parts = []
-    if where.include_doc_ids is not None:
-        parts.append(in_list("doc_id", where.include_doc_ids))
-    if where.exclude_doc_ids:
-        parts.append(in_list("doc_id", where.exclude_doc_ids, negate=True))
-    return " and ".join(parts)
 
 
 class MilvusStore(VectorStore):
@@ -90,8 +67,10 @@ class MilvusStore(VectorStore):
         if lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
             if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.store.migration)
-                raise StoreError(f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
-                                 f"cannot read: move it away, or open its data folder with DocLens to migrate it")
+                raise StoreError(
+                    f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
+                    f"cannot read: move it away, or open its data folder with DocLens to migrate it"
+                )
             if not served_here(uri) and store_locked(uri):  # before Lite logs its own error
                 raise StoreError(connect_failure(uri, lite, None))
         try:
@@ -133,7 +112,7 @@ class MilvusStore(VectorStore):
         except MilvusException as exc:
             log.warning("cannot describe collection %s: %s", name, exc)
             return None
-        props = desc.get("properties") or _description_properties(desc.get("description", ""))
+        props = desc.get("properties") or description_properties(desc.get("description", ""))
         fields = {f["name"]: f for f in desc.get("fields", [])}
         if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not set(fields) >= REQUIRED_FIELDS:
             return None
@@ -151,8 +130,7 @@ class MilvusStore(VectorStore):
         props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
         schema = self._schema(dim, props)
         try:
-            self._client.create_collection(name, schema=schema, index_params=self._index_params(),
-                                           properties=props)
+            self._client.create_collection(name, schema=schema, index_params=self._index_params(), properties=props)
         except MilvusException as exc:
             if self.index_type != "HNSW" or "only support" not in _short(exc):
                 raise StoreError(f"Milvus ({self._where()}): create collection {name} failed: {_short(exc)}") from None
@@ -161,8 +139,14 @@ class MilvusStore(VectorStore):
             self.index_type = "AUTOINDEX"
             if self.has_collection(name):
                 self.drop_collection(name)
-            self._call(f"create collection {name}", self._client.create_collection, name, schema=schema,
-                       index_params=self._index_params(), properties=props)
+            self._call(
+                f"create collection {name}",
+                self._client.create_collection,
+                name,
+                schema=schema,
+                index_params=self._index_params(),
+                properties=props,
+            )
         self._loaded.add(name)
 
     def _index_params(self):
@@ -173,8 +157,9 @@ class MilvusStore(VectorStore):
 
     def _schema(self, dim: int, props: Optional[dict[str, str]] = None):
         # The properties go into the description too: Milvus Lite 2.5 drops collection properties.
-        schema = self._client.create_schema(auto_id=False, enable_dynamic_field=False,
-                                            description=DESCRIPTION_PREFIX + json.dumps(props or {}))
+        schema = self._client.create_schema(
+            auto_id=False, enable_dynamic_field=False, description=DESCRIPTION_PREFIX + json.dumps(props or {})
+        )
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
         schema.add_field("doc_id", DataType.VARCHAR, max_length=128)
         schema.add_field("filename", DataType.VARCHAR, max_length=1024)
@@ -183,12 +168,19 @@ class MilvusStore(VectorStore):
         schema.add_field("chunk_index", DataType.INT64)
         schema.add_field("lang", DataType.VARCHAR, max_length=8)
         schema.add_field("kind", DataType.VARCHAR, max_length=16)
-        schema.add_field("content", DataType.VARCHAR, max_length=MAX_CONTENT, enable_analyzer=True,
-                         analyzer_params=ANALYZER)
+        schema.add_field(
+            "content", DataType.VARCHAR, max_length=MAX_CONTENT, enable_analyzer=True, analyzer_params=ANALYZER
+        )
         schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
         schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(Function(name="content_bm25", function_type=FunctionType.BM25,
-                                     input_field_names=["content"], output_field_names=["sparse"]))
+        schema.add_function(
+            Function(
+                name="content_bm25",
+                function_type=FunctionType.BM25,
+                input_field_names=["content"],
+                output_field_names=["sparse"],
+            )
+        )
         return schema
 
     def _dense_index(self) -> dict[str, Any]:
@@ -227,9 +219,16 @@ class MilvusStore(VectorStore):
             return
         offset = 0
         while True:
-            batch = self._call(f"read rows of {name}", self._client.query, name, filter="",
-                               output_fields=[*self._output_fields(name), "dense"], limit=QUERY_BATCH, offset=offset)
-            rows = [_entity_to_row(e) for e in batch]
+            batch = self._call(
+                f"read rows of {name}",
+                self._client.query,
+                name,
+                filter="",
+                output_fields=[*self._output_fields(name), "dense"],
+                limit=QUERY_BATCH,
+                offset=offset,
+            )
+            rows = [entity_to_row(e) for e in batch]
             for row, entity in zip(rows, batch):
                 row.vector = np.asarray(entity["dense"], dtype=np.float32)
             if rows:
@@ -281,7 +280,7 @@ class MilvusStore(VectorStore):
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None:
         self.load(name)
         for start in range(0, len(rows), INSERT_BATCH):
-            batch = [_row_to_entity(r, legacy=name in self._legacy) for r in rows[start:start + INSERT_BATCH]]
+            batch = [row_to_entity(r, legacy=name in self._legacy) for r in rows[start : start + INSERT_BATCH]]
             self._call(f"insert into {name}", self._client.insert, name, batch)
 
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None:
@@ -291,8 +290,9 @@ class MilvusStore(VectorStore):
         self.load(name)
         self._call(f"delete from {name}", self._client.delete, name, filter=in_list("doc_id", ids))
 
-    def dense_search(self, name: str, vector: np.ndarray, limit: int,
-                     where: Optional[SearchFilter] = None) -> list[Hit]:
+    def dense_search(
+        self, name: str, vector: np.ndarray, limit: int, where: Optional[SearchFilter] = None
+    ) -> list[Hit]:
         self.load(name)
         filtered = where is not None and where.include_doc_ids is not None
         if filtered and where is not None:
@@ -302,21 +302,35 @@ class MilvusStore(VectorStore):
         params: dict[str, Any] = {"metric_type": "COSINE"}
         if self.index_type == "HNSW":
             params["params"] = {"ef": max(FILTERED_EF if filtered else 64, limit)}
-        result = self._call(f"search {name}", self._client.search, name,
-                            data=[np.asarray(vector, dtype=np.float32).tolist()], anns_field="dense",
-                            limit=limit, output_fields=self._output_fields(name), filter=filter_expression(where),
-                            search_params=params)
-        return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+        result = self._call(
+            f"search {name}",
+            self._client.search,
+            name,
+            data=[np.asarray(vector, dtype=np.float32).tolist()],
+            anns_field="dense",
+            limit=limit,
+            output_fields=self._output_fields(name),
+            filter=filter_expression(where),
+            search_params=params,
+        )
+        return [Hit(entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
-    def _exact_dense_search(self, name: str, vector: np.ndarray, limit: int,
-                            where: SearchFilter) -> Optional[list[Hit]]:
+    def _exact_dense_search(
+        self, name: str, vector: np.ndarray, limit: int, where: SearchFilter
+    ) -> Optional[list[Hit]]:
         """The full top-k within a few documents: their rows scored exactly (None: too many rows).
 
         Milvus Lite's HNSW walk ends after ``ef`` candidates, nearly all outside a one-document filter:
         it returned 106 of 311 in-document chunks at 100k. Scoring the document's own rows cannot miss."""
         expr = filter_expression(where)
-        rows = self._call(f"read vectors of {name}", self._client.query, name, filter=expr,
-                          output_fields=[*self._output_fields(name), "dense"], limit=EXACT_FILTER_ROWS + 1)
+        rows = self._call(
+            f"read vectors of {name}",
+            self._client.query,
+            name,
+            filter=expr,
+            output_fields=[*self._output_fields(name), "dense"],
+            limit=EXACT_FILTER_ROWS + 1,
+        )
         if len(rows) > EXACT_FILTER_ROWS:
             return None
         if not rows:
@@ -326,29 +340,41 @@ class MilvusStore(VectorStore):
         norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
         scores = matrix @ query / np.where(norms == 0, 1.0, norms)
         best = np.argsort(-scores, kind="stable")[:limit]
-        return [Hit(_entity_to_row(rows[i]), float(scores[i])) for i in best]
+        return [Hit(entity_to_row(rows[i]), float(scores[i])) for i in best]
 
-    def keyword_search(self, name: str, text: str, limit: int,
-                       where: Optional[SearchFilter] = None) -> list[Hit]:
+    def keyword_search(self, name: str, text: str, limit: int, where: Optional[SearchFilter] = None) -> list[Hit]:
         if not text.strip():
             return []
         self.load(name)
         try:
-            result = self._call(f"keyword search {name}", self._client.search, name, data=[text],
-                                anns_field="sparse", limit=limit, output_fields=self._output_fields(name),
-                                filter=filter_expression(where), search_params={"metric_type": "BM25"})
+            result = self._call(
+                f"keyword search {name}",
+                self._client.search,
+                name,
+                data=[text],
+                anns_field="sparse",
+                limit=limit,
+                output_fields=self._output_fields(name),
+                filter=filter_expression(where),
+                search_params={"metric_type": "BM25"},
+            )
         except StoreError:
             if self.count(name) == 0:  # Lite 2.5 divides by an average length of 0: "NaN ... sparse row"
                 return []
             raise
-        return [Hit(_entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+        return [Hit(entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
 
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
         self.load(name)
-        rows = self._call(f"read vectors of {name}", self._client.query, name, filter=in_list("id", ids),
-                          output_fields=["id", "dense"])
+        rows = self._call(
+            f"read vectors of {name}",
+            self._client.query,
+            name,
+            filter=in_list("id", ids),
+            output_fields=["id", "dense"],
+        )
         return {r["id"]: np.asarray(r["dense"], dtype=np.float32) for r in rows}
 
     def chunks(self, name: str, doc_id: Optional[str] = None, limit: int = 0) -> list[ChunkRow]:
@@ -357,9 +383,16 @@ class MilvusStore(VectorStore):
         rows: list[ChunkRow] = []
         offset = 0
         while True:
-            batch = self._call(f"read chunks of {name}", self._client.query, name, filter=expr,
-                               output_fields=self._output_fields(name), limit=QUERY_BATCH, offset=offset)
-            rows.extend(_entity_to_row(e) for e in batch)
+            batch = self._call(
+                f"read chunks of {name}",
+                self._client.query,
+                name,
+                filter=expr,
+                output_fields=self._output_fields(name),
+                limit=QUERY_BATCH,
+                offset=offset,
+            )
+            rows.extend(entity_to_row(e) for e in batch)
             offset += len(batch)
             if len(batch) < QUERY_BATCH or (limit and len(rows) >= limit):
                 break
@@ -384,37 +417,3 @@ class MilvusStore(VectorStore):
 def _client(uri: str, token: str) -> MilvusClient:
     # Only the connection waits this long: Lite 2.5 starts its engine process first (seconds on a busy box)
     return MilvusClient(uri=uri, token=token, timeout=CONNECT_TIMEOUT_S)
-
-
-def _row_to_entity(row: ChunkRow, legacy: bool = False) -> dict[str, Any]:
-    if row.vector is None:
-        raise StoreError(f"chunk {row.id} of {row.filename} has no vector")
-    entity = {"id": row.id, "doc_id": row.doc_id, "filename": row.filename[:1024], "page": int(row.page),
-              "page_end": int(row.page_end), "chunk_index": int(row.chunk_index),
-              "content": _fit_varchar(row.content), "dense": np.asarray(row.vector, dtype=np.float32).tolist()}
-    if not legacy:
-        entity.update(lang=row.lang[:8], kind=row.kind[:16])
-    return entity
-
-
-def _description_properties(description: str) -> dict[str, str]:
-    if not description.startswith(DESCRIPTION_PREFIX):
-        return {}
-    try:
-        props = json.loads(description[len(DESCRIPTION_PREFIX):])
-    except ValueError:
-        return {}
-    return {str(k): str(v) for k, v in props.items()} if isinstance(props, dict) else {}
-
-
-def _fit_varchar(text: str) -> str:
-    """Milvus limits VARCHAR by bytes; a chunk is far smaller, but never fail an upload over it."""
-    data = text.encode("utf-8")
-    return text if len(data) <= MAX_CONTENT else data[:MAX_CONTENT].decode("utf-8", "ignore")
-
-
-def _entity_to_row(entity: dict[str, Any]) -> ChunkRow:
-    return ChunkRow(id=entity["id"], doc_id=entity["doc_id"], filename=entity["filename"],
-                    page=int(entity["page"]), page_end=int(entity["page_end"]),
-                    chunk_index=int(entity["chunk_index"]), content=entity["content"],
-                    lang=entity.get("lang") or "", kind=entity.get("kind") or "text")

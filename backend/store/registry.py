@@ -72,13 +72,17 @@ class Registry:
 
     def add_pending(self, doc_id: str, file: str, sha256: str) -> None:
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO documents(doc_id, file, sha256, status, created_at) "
-                       "VALUES (?, ?, ?, ?, ?)", (doc_id, file, sha256, PENDING, time.time()))
+            db.execute(
+                "INSERT OR REPLACE INTO documents(doc_id, file, sha256, status, created_at) VALUES (?, ?, ?, ?, ?)",
+                (doc_id, file, sha256, PENDING, time.time()),
+            )
 
     def mark_complete(self, doc_id: str, pages: int, ocr_pages: int, chunks: int, figures: int) -> None:
         with self._db() as db:
-            db.execute("UPDATE documents SET status=?, pages=?, ocr_pages=?, chunks=?, figures=? WHERE doc_id=?",
-                       (COMPLETE, pages, ocr_pages, chunks, figures, doc_id))
+            db.execute(
+                "UPDATE documents SET status=?, pages=?, ocr_pages=?, chunks=?, figures=? WHERE doc_id=?",
+                (COMPLETE, pages, ocr_pages, chunks, figures, doc_id),
+            )
 
     def mark_removing(self, doc_id: str) -> None:
         with self._db() as db:
@@ -97,8 +101,9 @@ class Registry:
 
     def document_by_file(self, file: str) -> Optional[DocumentInfo]:
         with self._db() as db:
-            row = db.execute("SELECT * FROM documents WHERE file=? ORDER BY status='complete' DESC LIMIT 1",
-                             (file,)).fetchone()
+            row = db.execute(
+                "SELECT * FROM documents WHERE file=? ORDER BY status='complete' DESC LIMIT 1", (file,)
+            ).fetchone()
         return _document(row) if row else None
 
     def document_by_sha(self, sha256: str) -> Optional[DocumentInfo]:
@@ -118,16 +123,19 @@ class Registry:
     def totals(self) -> tuple[int, int]:
         """(complete documents, their chunks)."""
         with self._db() as db:
-            row = db.execute("SELECT COUNT(*), COALESCE(SUM(chunks), 0) FROM documents WHERE status=?",
-                             (COMPLETE,)).fetchone()
+            row = db.execute(
+                "SELECT COUNT(*), COALESCE(SUM(chunks), 0) FROM documents WHERE status=?", (COMPLETE,)
+            ).fetchone()
         return int(row[0]), int(row[1])
 
     # -- pages --------------------------------------------------------------------------------
 
     def add_pages(self, doc_id: str, pages: list[tuple[int, str, bool]]) -> None:
         with self._db() as db:
-            db.executemany("INSERT OR REPLACE INTO pages(doc_id, page, text, ocr) VALUES (?, ?, ?, ?)",
-                           [(doc_id, p, t, int(o)) for p, t, o in pages])
+            db.executemany(
+                "INSERT OR REPLACE INTO pages(doc_id, page, text, ocr) VALUES (?, ?, ?, ?)",
+                [(doc_id, p, t, int(o)) for p, t, o in pages],
+            )
 
     def page_text(self, doc_id: str, page: int) -> str:
         with self._db() as db:
@@ -141,25 +149,40 @@ class Registry:
 
     def document_text(self, doc_id: str) -> list[tuple[int, str]]:
         with self._db() as db:
-            return [(r[0], r[1]) for r in db.execute(
-                "SELECT page, text FROM pages WHERE doc_id=? ORDER BY page", (doc_id,))]
+            return [
+                (r[0], r[1]) for r in db.execute("SELECT page, text FROM pages WHERE doc_id=? ORDER BY page", (doc_id,))
+            ]
 
     # -- figures ------------------------------------------------------------------------------
 
     def add_figure(self, figure: Figure) -> None:
         relative = str(Path(figure.path).relative_to(self.folder))
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO figures(id, doc_id, page, path, caption) VALUES (?, ?, ?, ?, ?)",
-                       (figure.id, figure.doc_id, figure.page, relative, figure.caption))
+            db.execute(
+                "INSERT OR REPLACE INTO figures(id, doc_id, page, path, caption) VALUES (?, ?, ?, ?, ?)",
+                (figure.id, figure.doc_id, figure.page, relative, figure.caption),
+            )
 
     def figures(self, doc_id: Optional[str] = None, complete_only: bool = True) -> list[Figure]:
-        query = ("SELECT f.*, d.file FROM figures f JOIN documents d ON d.doc_id = f.doc_id WHERE 1=1"
-                 + (" AND d.status='complete'" if complete_only else "")
-                 + (" AND f.doc_id=?" if doc_id else "") + " ORDER BY d.file, f.page, f.id")
+        query = (
+            "SELECT f.*, d.file FROM figures f JOIN documents d ON d.doc_id = f.doc_id WHERE 1=1"
+            + (" AND d.status='complete'" if complete_only else "")
+            + (" AND f.doc_id=?" if doc_id else "")
+            + " ORDER BY d.file, f.page, f.id"
+        )
         with self._db() as db:
             rows = db.execute(query, (doc_id,) if doc_id else ()).fetchall()
-        return [Figure(id=r["id"], doc_id=r["doc_id"], file=r["file"], page=r["page"],
-                       path=str(self.folder / r["path"]), caption=r["caption"] or "") for r in rows]
+        return [
+            Figure(
+                id=r["id"],
+                doc_id=r["doc_id"],
+                file=r["file"],
+                page=r["page"],
+                path=str(self.folder / r["path"]),
+                caption=r["caption"] or "",
+            )
+            for r in rows
+        ]
 
     # -- summaries ----------------------------------------------------------------------------
 
@@ -170,11 +193,21 @@ class Registry:
 
     def save_summary(self, doc_id: str, text: str) -> None:
         with self._db() as db:
-            db.execute("INSERT OR REPLACE INTO summaries(doc_id, text, created_at) VALUES (?, ?, ?)",
-                       (doc_id, text, time.time()))
+            db.execute(
+                "INSERT OR REPLACE INTO summaries(doc_id, text, created_at) VALUES (?, ?, ?)",
+                (doc_id, text, time.time()),
+            )
 
 
 def _document(row: sqlite3.Row) -> DocumentInfo:
-    return DocumentInfo(doc_id=row["doc_id"], file=row["file"], sha256=row["sha256"], pages=row["pages"],
-                        ocr_pages=row["ocr_pages"], chunks=row["chunks"], figures=row["figures"],
-                        status=row["status"], created_at=row["created_at"])
+    return DocumentInfo(
+        doc_id=row["doc_id"],
+        file=row["file"],
+        sha256=row["sha256"],
+        pages=row["pages"],
+        ocr_pages=row["ocr_pages"],
+        chunks=row["chunks"],
+        figures=row["figures"],
+        status=row["status"],
+        created_at=row["created_at"],
+    )

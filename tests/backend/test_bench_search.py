@@ -11,9 +11,14 @@ from backend import bench_search
 from backend.bench_search import Base, build_kb, edit_text, measure_size, noise_scale, synthetic_rows, table
 from tests.conftest import make_settings
 
-TEXTS = ["能量守恒定律是物理学的基本定律之一", "Revenue grew by twelve percent in the third quarter",
-         "深度学习模型需要大量的训练数据", "The committee approved the new budget for schools",
-         "长江是中国最长的河流", "Photosynthesis turns light into chemical energy"]
+TEXTS = [
+    "能量守恒定律是物理学的基本定律之一",
+    "Revenue grew by twelve percent in the third quarter",
+    "深度学习模型需要大量的训练数据",
+    "The committee approved the new budget for schools",
+    "长江是中国最长的河流",
+    "Photosynthesis turns light into chemical energy",
+]
 
 
 def tiny_base(copies: int = 5) -> Base:
@@ -21,8 +26,13 @@ def tiny_base(copies: int = 5) -> Base:
     vectors = rng.normal(size=(len(TEXTS) * copies, 384)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
     texts = [f"{t} ({i})" for i in range(copies) for t in TEXTS]
-    return Base(texts=texts, langs=["zh" if ord(t[0]) > 0x3000 else "en" for t in texts],
-                kinds=["text"] * len(texts), vectors=vectors, questions=[t[:12] for t in texts] * 3)
+    return Base(
+        texts=texts,
+        langs=["zh" if ord(t[0]) > 0x3000 else "en" for t in texts],
+        kinds=["text"] * len(texts),
+        vectors=vectors,
+        questions=[t[:12] for t in texts] * 3,
+    )
 
 
 def test_copies_are_edited_and_their_vectors_perturbed() -> None:

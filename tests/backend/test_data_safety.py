@@ -45,6 +45,7 @@ def service(data_dir):
 
 # --------------------------------------------------------------------------- names (items 4, 5)
 
+
 def test_long_names_sharing_their_first_240_bytes_stay_two_documents(service, kb, tmp_path):
     common = "Proceedings of the symposium on " * 10  # 320 bytes in common
     names = [common + "basalt.pdf", common + "granite.pdf"]
@@ -85,6 +86,7 @@ def test_a_backslash_is_part_of_the_name_not_a_folder(service, kb):
 
 # ------------------------------------------------------------------- same name at once (item 6)
 
+
 def test_concurrent_uploads_of_one_name_are_serialised_and_the_replacement_is_told(service, kb):
     barrier = threading.Barrier(2)
     results: dict[str, object] = {}
@@ -110,6 +112,7 @@ def test_concurrent_uploads_of_one_name_are_serialised_and_the_replacement_is_to
 
 
 # ------------------------------------------------------------------ delete while in use (item 7)
+
 
 def test_deleting_a_kb_during_an_upload_stops_it_and_leaves_nothing(service, kb, data_dir):
     collection = service.open_kb(kb, check_model=False).collection
@@ -146,6 +149,7 @@ def test_an_upload_waiting_for_a_deleted_kb_says_so(service, kb):
     opened = service.open_kb(kb)
     service.delete_kb(kb)
     from backend.ingestion import Ingestor, collect_uploads
+
     with pytest.raises(KnowledgeBaseError, match=f"the knowledge base '{kb}' was deleted"):
         with service.kbs.writing(opened):
             Ingestor(service.settings, service.embedder).run(opened, collect_uploads([PHYSICS]))
@@ -160,9 +164,18 @@ def test_deleting_a_kb_during_a_question_says_it_was_deleted(data_dir, tmp_path)
         go_on.wait(timeout=30)
         return "harmonic oscillator energy levels"
 
-    with FakeOpenAI(reply=translate) as fake, DocLens(make_settings(
-            tmp_path / "data", DOCLENS_LLM_BASE_URL=fake.base_url, DOCLENS_LLM_MODEL="fake-chat",
-            DOCLENS_LLM_QPS="50", DOCLENS_RETRIEVAL_QUERY_EXPANSION="true")) as service:
+    with (
+        FakeOpenAI(reply=translate) as fake,
+        DocLens(
+            make_settings(
+                tmp_path / "data",
+                DOCLENS_LLM_BASE_URL=fake.base_url,
+                DOCLENS_LLM_MODEL="fake-chat",
+                DOCLENS_LLM_QPS="50",
+                DOCLENS_RETRIEVAL_QUERY_EXPANSION="true",
+            )
+        ) as service,
+    ):
         service.create_kb("asked")
         assert service.ingest("asked", [PHYSICS])[0].status == "indexed"
         collection = service.open_kb("asked").collection
@@ -187,13 +200,19 @@ def test_deleting_a_kb_during_a_question_says_it_was_deleted(data_dir, tmp_path)
 
 # ------------------------------------------------------------------ bounded resources (items 8, 13)
 
+
 def test_more_chunks_than_allowed_is_refused_and_nothing_is_stored(service, kb, monkeypatch):
     ingest = service.settings.ingest
-    chunks = len(chunk_pages([p.to_page_text() for p in parse_pdf(NATIVE_20P, service.settings)],
-                             ingest.chunk_size, ingest.chunk_overlap))
+    chunks = len(
+        chunk_pages(
+            [p.to_page_text() for p in parse_pdf(NATIVE_20P, service.settings)], ingest.chunk_size, ingest.chunk_overlap
+        )
+    )
     assert chunks > 10
-    for limit, reason in ((chunks - 1, f"{chunks:,} chunks: more than ingest.max_chunks ({chunks - 1:,})"),
-                          (2, "the text fills more than 2 chunks: more than ingest.max_chunks")):
+    for limit, reason in (
+        (chunks - 1, f"{chunks:,} chunks: more than ingest.max_chunks ({chunks - 1:,})"),
+        (2, "the text fills more than 2 chunks: more than ingest.max_chunks"),
+    ):
         monkeypatch.setattr(ingest, "max_chunks", limit)
         result = service.ingest(kb, [NATIVE_20P])[0]
         assert result.status == "failed" and result.error.startswith(f"{NATIVE_20P.name}: "), result
@@ -214,9 +233,11 @@ def test_hostile_files_fail_with_named_errors_and_others_are_read(service, kb, t
         "cut": hostile_pdfs.long_text_object(tmp_path / "cut.pdf")[0],
     }
     results = {r.file: r for r in service.ingest(kb, list(files.values()))}
-    expected_failures = {"huge_page": "page 1 is 5.1 m wide: larger than ingest.max_page_mm (1200 mm)",
-                         "long_line": "more than ingest.max_page_chars",
-                         "bomb": "unpacks to more than 100 MB: larger than ingest.max_stream_mb"}
+    expected_failures = {
+        "huge_page": "page 1 is 5.1 m wide: larger than ingest.max_page_mm (1200 mm)",
+        "long_line": "more than ingest.max_page_chars",
+        "bomb": "unpacks to more than 100 MB: larger than ingest.max_stream_mb",
+    }
     for kind, reason in expected_failures.items():
         result = results[files[kind].name]
         assert result.status == "failed" and result.error.startswith(files[kind].name + ": "), result

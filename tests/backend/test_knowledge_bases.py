@@ -73,8 +73,9 @@ def test_model_mismatch_is_a_clear_error(tmp_path):
     with DocLens(settings) as service:
         # A KB built with another model: the collection records it at creation.
         service.store.create_collection(names.collection_name("kb"), 384, "BAAI/bge-small-zh-v1.5")
-        with pytest.raises(KnowledgeBaseError, match="built with embedding model BAAI/bge-small-zh-v1.5.*"
-                                                     "set embedding.model"):
+        with pytest.raises(
+            KnowledgeBaseError, match="built with embedding model BAAI/bge-small-zh-v1.5.*set embedding.model"
+        ):
             service.search("kb", "question")
         # Listing, renaming and deleting still work: only using the vectors needs the same model.
         assert [kb.embedding_model for kb in service.list_kbs()] == ["BAAI/bge-small-zh-v1.5"]
@@ -83,8 +84,10 @@ def test_model_mismatch_is_a_clear_error(tmp_path):
 
 # ------------------------------------------------------------ the document lifecycle (issue 14 item 3)
 
+
 def test_the_knowledge_base_owns_its_folder_layout_and_removes_documents(service, tmp_path):
     from tests.backend.test_ingestion import PHYSICS
+
     service.create_kb("layout")
     [result] = service.ingest("layout", [PHYSICS])
     assert result.ok and result.figures > 0
@@ -109,6 +112,7 @@ def test_the_knowledge_base_owns_its_folder_layout_and_removes_documents(service
 def test_recovery_removes_a_document_left_pending_by_a_crash(settings, tmp_path):
     """An upload that died after registering and keeping its original: the next start removes both."""
     from tests.backend.test_ingestion import PHYSICS
+
     with DocLens(settings) as first:
         first.create_kb("crashed")
         kb = first.open_kb("crashed")

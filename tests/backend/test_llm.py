@@ -25,8 +25,13 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 def make_client(tmp_path: Path, base_url: str, *, api_key: str = API_KEY, **env: str) -> LLMClient:
-    settings_env = {"DOCLENS_LLM_BASE_URL": base_url, "DOCLENS_LLM_MODEL": "fake-chat",
-                    "DOCLENS_LLM_QPS": "50", "DOCLENS_LLM_TIMEOUT": "5", **env}
+    settings_env = {
+        "DOCLENS_LLM_BASE_URL": base_url,
+        "DOCLENS_LLM_MODEL": "fake-chat",
+        "DOCLENS_LLM_QPS": "50",
+        "DOCLENS_LLM_TIMEOUT": "5",
+        **env,
+    }
     if api_key:
         settings_env["DOCLENS_LLM_API_KEY"] = api_key
     return LLMClient(make_settings(tmp_path / "data", **settings_env), backoff_base=0.2)
@@ -98,8 +103,7 @@ def test_vision_sends_image_as_data_url_to_vision_model(tmp_path: Path, fake: Fa
 # ---------------------------------------------------------------- failures (the transport's own tests: test_openai_compat.py)
 
 
-def test_failures_are_llm_errors_with_their_status_and_without_the_key(tmp_path: Path,
-                                                                        fake: FakeOpenAI) -> None:
+def test_failures_are_llm_errors_with_their_status_and_without_the_key(tmp_path: Path, fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
     fake.fail_next(401, body={"error": {"message": f"Incorrect API key provided: {API_KEY}"}})
     with pytest.raises(LLMStatusError) as caught:
@@ -147,6 +151,7 @@ LONG_REPLY = "DocLens basalt answer from the sources, written slowly and at leng
 def test_a_huge_reply_is_refused_while_other_questions_are_answered(tmp_path: Path, fake: FakeOpenAI) -> None:
     """An endpoint that ignores max_tokens sends 20 MB: we stop reading at the reply limit, and a
     question from another user in the meantime is answered as usual."""
+
     def reply(body: dict[str, Any]) -> str:
         asked = body["messages"][-1]["content"]
         return "x" * 20_000_000 if asked == "translate" else default_reply(body)
@@ -240,15 +245,21 @@ def test_fake_server_runs_as_a_process_and_is_scriptable(tmp_path: Path) -> None
 
     from tests.conftest import REPO_ROOT
 
-    process = subprocess.Popen([sys.executable, "-m", "tests.support.fake_openai", "--port", "0"], cwd=REPO_ROOT,
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.support.fake_openai", "--port", "0"],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert process.stdout is not None
         base_url = process.stdout.readline().strip().rsplit(" ", 1)[-1]
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1")
         root = base_url[: -len("/v1")]
-        script = urllib.request.Request(f"{root}/_fake/reply", data=json.dumps({"text": "scripted"}).encode(),
-                                        method="POST")
+        script = urllib.request.Request(
+            f"{root}/_fake/reply", data=json.dumps({"text": "scripted"}).encode(), method="POST"
+        )
         urllib.request.urlopen(script, timeout=5).read()
         client = make_client(tmp_path, base_url)
         assert client.chat(HELLO) == "scripted"

@@ -6,8 +6,10 @@ from backend import names
 from backend.errors import KnowledgeBaseError
 
 
-@pytest.mark.parametrize("name", ["物理论文", "Physics papers", "📚 notes 🧪", "混合 Mixed 名字-2", "a", "x" * 42,
-                                  "论" * 42, "O'Brien \"quotes\""])
+@pytest.mark.parametrize(
+    "name",
+    ["物理论文", "Physics papers", "📚 notes 🧪", "混合 Mixed 名字-2", "a", "x" * 42, "论" * 42, 'O\'Brien "quotes"'],
+)
 def test_round_trip(name):
     collection = names.collection_name(name)
     assert collection.startswith("kb_") and len(collection) <= 255
@@ -25,9 +27,18 @@ def test_names_are_trimmed():
     assert names.collection_name("  reports ") == names.collection_name("reports")
 
 
-@pytest.mark.parametrize("name,reason", [("", "empty"), ("   ", "empty"), ("x" * 43, "at most 42"),
-                                         ("论" * 43, "at most 42"), ("bad\x00name", "control"),
-                                         ("tab\there", "control"), ("🧪" * 40, "too long")])
+@pytest.mark.parametrize(
+    "name,reason",
+    [
+        ("", "empty"),
+        ("   ", "empty"),
+        ("x" * 43, "at most 42"),
+        ("论" * 43, "at most 42"),
+        ("bad\x00name", "control"),
+        ("tab\there", "control"),
+        ("🧪" * 40, "too long"),
+    ],
+)
 def test_invalid_names(name, reason):
     with pytest.raises(KnowledgeBaseError, match=reason):
         names.validate_name(name)

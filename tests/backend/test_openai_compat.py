@@ -37,10 +37,12 @@ def fake() -> Iterator[FakeOpenAI]:
         yield server
 
 
-def make_endpoint(base_url: str, *, api_key: str = API_KEY, timeout: float = 5.0, qps: float = 50.0,
-                  max_retries: int = 4) -> Endpoint:
-    return Endpoint(base_url, api_key, timeout=timeout, qps=qps, max_retries=max_retries, error=EndpointFailed,
-                    backoff_base=0.2)
+def make_endpoint(
+    base_url: str, *, api_key: str = API_KEY, timeout: float = 5.0, qps: float = 50.0, max_retries: int = 4
+) -> Endpoint:
+    return Endpoint(
+        base_url, api_key, timeout=timeout, qps=qps, max_retries=max_retries, error=EndpointFailed, backoff_base=0.2
+    )
 
 
 def chat(client: openai.OpenAI) -> str:
@@ -120,8 +122,9 @@ def test_error_bodies_with_bearer_tokens_and_sk_keys_are_scrubbed(fake: FakeOpen
     with pytest.raises(EndpointFailed, match=r"refused the API key \(403\)"):
         call(make_endpoint(fake.base_url, max_retries=0))
     other_key = "sk-someone-elses-key-987654"
-    fake.fail_next(500, body={"error": {"message": f"upstream said Authorization: Bearer {API_KEY}; "
-                                                   f"also tried {other_key}"}})
+    fake.fail_next(
+        500, body={"error": {"message": f"upstream said Authorization: Bearer {API_KEY}; also tried {other_key}"}}
+    )
     with pytest.raises(EndpointFailed) as caught:
         call(make_endpoint(fake.base_url, max_retries=0))
     assert API_KEY not in str(caught.value) and other_key not in str(caught.value)
@@ -147,9 +150,17 @@ def test_a_dropped_connection_is_retried() -> None:
     listener.bind(("127.0.0.1", 0))
     listener.listen(4)
     port = listener.getsockname()[1]
-    body = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "fake-chat",
-                       "choices": [{"index": 0, "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": "after a retry"}}]}).encode()
+    body = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "fake-chat",
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "after a retry"}}
+            ],
+        }
+    ).encode()
 
     def drop_once_then_answer() -> None:
         first, _ = listener.accept()
@@ -236,12 +247,16 @@ def test_callers_of_one_endpoint_share_the_limiter(tmp_path: Path, fake: FakeOpe
     assert times[-1] - times[0] >= 11 / 10 * 0.9  # 12 requests at 10/s across all users
 
 
-def test_after_a_burst_of_429s_the_shared_rate_recovers_once_requests_succeed(tmp_path: Path,
-                                                                              fake: FakeOpenAI) -> None:
+def test_after_a_burst_of_429s_the_shared_rate_recovers_once_requests_succeed(tmp_path: Path, fake: FakeOpenAI) -> None:
     """Issue 11 item 11: four 429s in a row take the rate to its floor (1/16); the requests that then
     succeed bring it back to the configured rate, and later questions are paced at that rate again."""
-    settings = make_settings(tmp_path / "data", DOCLENS_LLM_BASE_URL=fake.base_url, DOCLENS_LLM_MODEL="fake-chat",
-                             DOCLENS_LLM_QPS="10", DOCLENS_LLM_TIMEOUT="5")
+    settings = make_settings(
+        tmp_path / "data",
+        DOCLENS_LLM_BASE_URL=fake.base_url,
+        DOCLENS_LLM_MODEL="fake-chat",
+        DOCLENS_LLM_QPS="10",
+        DOCLENS_LLM_TIMEOUT="5",
+    )
     client = LLMClient(settings, backoff_base=0.2)
     fake.fail_next(429, headers={"Retry-After": "0"}, times=4)
     client.chat(HELLO)  # four 429s, then an answer

@@ -19,8 +19,7 @@ def test_models_are_prepared_in_the_background(tmp_path: Path) -> None:
         assert service._embedder is create_embedder(settings)  # loaded, and the shared instance
 
 
-def test_a_model_that_cannot_load_is_a_warning_not_a_crash(tmp_path: Path,
-                                                            caplog: pytest.LogCaptureFixture) -> None:
+def test_a_model_that_cannot_load_is_a_warning_not_a_crash(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings(tmp_path, DOCLENS_EMBEDDING_MODEL="bundled:nope")
     with DocLens(settings) as service, caplog.at_level(logging.WARNING, logger="backend.service"):
         service.prepare_models_in_background().join(timeout=60)
@@ -32,6 +31,7 @@ def test_an_upload_is_sealed_into_indexed_segments(tmp_path: Path) -> None:
     """Milvus Lite kept fresh rows in its write buffer (searched by brute force) until a restart or 128 MB:
     an upload now flushes them into a sealed segment on disk, which gets its indexes."""
     from tests.conftest import SAMPLES
+
     settings = make_settings(tmp_path)
     with DocLens(settings) as service:
         service.create_kb("papers")

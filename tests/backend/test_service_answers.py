@@ -27,8 +27,7 @@ QUESTION = "简谐振子的能级公式是什么？"
 FIGURE_QUESTION = "这张图展示了什么？"
 CHAT_PATH = "/chat/completions"
 KEY_LEAK_BODY = {"error": {"message": f"Incorrect API key provided: {API_KEY}", "type": "invalid_request_error"}}
-IMAGE_REFUSED_BODY = {"error": {"message": "image input not supported by this model",
-                                "type": "invalid_request_error"}}
+IMAGE_REFUSED_BODY = {"error": {"message": "image input not supported by this model", "type": "invalid_request_error"}}
 
 Reconfigure = Callable[..., None]
 
@@ -66,10 +65,12 @@ def service(data_dir: Path) -> Iterator[DocLens]:
 @pytest.fixture
 def reconfigure(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> Reconfigure:
     """Switch the running service: to the fake model (default), another base URL, or no model."""
+
     def apply(*, model: bool = True, base_url: Optional[str] = None, **env: str) -> None:
         full = model_env(base_url or fake.base_url) if model else {}
         full.update(env)
         service.reconfigure(make_settings(data_dir, **full))
+
     return apply
 
 
@@ -176,8 +177,9 @@ def test_deltas_reach_the_caller_while_the_model_is_still_writing(service: DocLe
     assert final_at - first_delta_at >= 0.3  # streamed, not buffered until the end
 
 
-def test_a_stream_stalling_mid_answer_ends_in_an_extractive_answer(service: DocLens, fake: FakeOpenAI,
-                                                                   reconfigure: Reconfigure):
+def test_a_stream_stalling_mid_answer_ends_in_an_extractive_answer(
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
     fake.hang_next(10, after_chunks=2, path=CHAT_PATH)
     started = time.monotonic()
@@ -208,13 +210,16 @@ def test_citations_of_sources_that_do_not_exist_are_removed(service: DocLens, fa
 
 
 def test_follow_up_is_condensed_before_retrieval_and_the_standalone_question_searched(
-        service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure):
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     # With expansion on, the retriever's translation request shows which question was searched.
     reconfigure(DOCLENS_RETRIEVAL_QUERY_EXPANSION="true")
     standalone = "简谐振子的零点能是多少？"
     fake.queue_reply(standalone, "What is the zero-point energy of the harmonic oscillator?")
-    history = [{"role": "user", "content": "简谐振子是什么？"},
-               {"role": "assistant", "content": "简谐振子是量子力学中最重要的模型之一 [1]。"}]
+    history = [
+        {"role": "user", "content": "简谐振子是什么？"},
+        {"role": "assistant", "content": "简谐振子是量子力学中最重要的模型之一 [1]。"},
+    ]
     answer = service.ask(KB, "它的零点能是多少？", history=history)
     chats = fake.chat_requests()
     # The user's own words are searched beside the rewrite (issue 12 item 21): both get translated.
@@ -230,8 +235,7 @@ def test_follow_up_is_condensed_before_retrieval_and_the_standalone_question_sea
 # ---------------------------------------------------------------- figures
 
 
-def test_figure_question_sends_the_png_page_and_page_text_to_the_vision_model(service: DocLens,
-                                                                               fake: FakeOpenAI):
+def test_figure_question_sends_the_png_page_and_page_text_to_the_vision_model(service: DocLens, fake: FakeOpenAI):
     figure = physics_figure(service)
     answer = service.ask(KB, FIGURE_QUESTION, figure_id=figure.id)
     assert answer.mode == "vision" and answer.figure is not None and answer.figure.id == figure.id
@@ -250,12 +254,17 @@ def test_figure_question_sends_the_png_page_and_page_text_to_the_vision_model(se
     assert len(fake.vision_requests()) == 1
 
 
-@pytest.mark.parametrize(("status", "times", "body", "reason"), [
-    (400, 1, IMAGE_REFUSED_BODY, "does not accept images"),
-    (500, 3, None, "HTTP 500"),  # max_retries=2: three failures in a row
-], ids=["no-image-input", "server-error"])
+@pytest.mark.parametrize(
+    ("status", "times", "body", "reason"),
+    [
+        (400, 1, IMAGE_REFUSED_BODY, "does not accept images"),
+        (500, 3, None, "HTTP 500"),  # max_retries=2: three failures in a row
+    ],
+    ids=["no-image-input", "server-error"],
+)
 def test_vision_failure_falls_back_to_the_figure_text_and_the_app_keeps_serving(
-        service: DocLens, fake: FakeOpenAI, status: int, times: int, body: Optional[dict], reason: str):
+    service: DocLens, fake: FakeOpenAI, status: int, times: int, body: Optional[dict], reason: str
+):
     figure = physics_figure(service)
     fake.fail_next(status, body=body, times=times, path=CHAT_PATH, match=lambda r: r.is_vision)
     answer = service.ask(KB, FIGURE_QUESTION, figure_id=figure.id)
@@ -280,8 +289,7 @@ def test_rate_limit_is_waited_out_then_the_model_answers(service: DocLens, fake:
     assert len(answer_requests(fake)) == 2
 
 
-def test_refused_key_gives_an_extractive_answer_naming_the_problem_not_the_key(service: DocLens,
-                                                                                fake: FakeOpenAI):
+def test_refused_key_gives_an_extractive_answer_naming_the_problem_not_the_key(service: DocLens, fake: FakeOpenAI):
     fake.fail_next(401, body=KEY_LEAK_BODY, path=CHAT_PATH)
     answer = service.ask(KB, QUESTION)
     assert answer.mode == "extractive" and answer.sources
@@ -290,8 +298,9 @@ def test_refused_key_gives_an_extractive_answer_naming_the_problem_not_the_key(s
     assert len(answer_requests(fake)) == 1  # a refused key is not retried
 
 
-def test_a_hanging_model_times_out_into_an_extractive_answer(service: DocLens, fake: FakeOpenAI,
-                                                             reconfigure: Reconfigure):
+def test_a_hanging_model_times_out_into_an_extractive_answer(
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
     fake.hang_next(10, path=CHAT_PATH)
     started = time.monotonic()
@@ -303,9 +312,9 @@ def test_a_hanging_model_times_out_into_an_extractive_answer(service: DocLens, f
 # ---------------------------------------------------------------- no model
 
 
-def test_without_a_model_answers_quote_sources_with_file_page_and_relevance(service: DocLens,
-                                                                            fake: FakeOpenAI,
-                                                                            reconfigure: Reconfigure):
+def test_without_a_model_answers_quote_sources_with_file_page_and_relevance(
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     reconfigure(model=False)
     history = [{"role": "user", "content": "简谐振子是什么？"}, {"role": "assistant", "content": "一个模型。"}]
     answer = service.ask(KB, QUESTION, history=history)
@@ -352,7 +361,8 @@ def test_summary_is_generated_once_cached_and_regenerated_on_refresh(service: Do
 
 
 def test_summary_without_a_working_model_shows_first_passages_and_caches_nothing(
-        service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure):
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     kb = service.open_kb(KB, check_model=False)
     doc = service.find_document(kb, COMPUTING)
     first_chunk = service.store.chunks(kb.collection, doc_id=doc.doc_id, limit=1)[0].content
@@ -371,8 +381,7 @@ def test_summary_without_a_working_model_shows_first_passages_and_caches_nothing
 # ---------------------------------------------------------------- connection checks
 
 
-def test_connection_checks_pass_against_the_fake_server(service: DocLens, fake: FakeOpenAI,
-                                                        reconfigure: Reconfigure):
+def test_connection_checks_pass_against_the_fake_server(service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure):
     ok, message = service.check_llm()
     assert ok and "some-model" in message
     ok, vision_message = service.check_llm(vision=True)
@@ -397,8 +406,9 @@ def test_connection_checks_fail_clearly_without_a_model(service: DocLens, reconf
     assert not ok and "no endpoint" in message
 
 
-def test_connection_checks_report_a_refused_key_without_showing_it(service: DocLens, fake: FakeOpenAI,
-                                                                   reconfigure: Reconfigure):
+def test_connection_checks_report_a_refused_key_without_showing_it(
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     fake.fail_next(401, body=KEY_LEAK_BODY, times=2, path=CHAT_PATH)
     for vision in (False, True):
         ok, message = service.check_llm(vision=vision)
@@ -413,8 +423,7 @@ def test_connection_checks_report_a_refused_key_without_showing_it(service: DocL
 # ---------------------------------------------------------------- query expansion
 
 
-def test_query_expansion_translates_each_question_once(service: DocLens, fake: FakeOpenAI,
-                                                       reconfigure: Reconfigure):
+def test_query_expansion_translates_each_question_once(service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure):
     reconfigure(DOCLENS_RETRIEVAL_QUERY_EXPANSION="true")
     translation = "What is the energy level formula of the harmonic oscillator?"
     fake.queue_reply(translation)
@@ -428,8 +437,9 @@ def test_query_expansion_translates_each_question_once(service: DocLens, fake: F
     assert len(fake.chat_requests()) == 1  # the translation was cached
 
 
-def test_no_translation_request_when_query_expansion_is_off(service: DocLens, fake: FakeOpenAI,
-                                                           reconfigure: Reconfigure):
+def test_no_translation_request_when_query_expansion_is_off(
+    service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
+):
     reconfigure(DOCLENS_RETRIEVAL_QUERY_EXPANSION="false")
     result = service.search(KB, QUESTION)
     assert result.queries == [QUESTION] and result.sources

@@ -19,14 +19,20 @@ def test_config_yaml_matches_defaults_and_every_key_is_commented():
     for line in CONFIG.read_text(encoding="utf-8").splitlines():
         if ":" in line and not line.lstrip().startswith("#"):
             key, _, rest = line.partition(":")
-            assert "#" in rest or rest.strip() == "" , f"setting without a comment: {line}"
+            assert "#" in rest or rest.strip() == "", f"setting without a comment: {line}"
 
 
 def test_environment_overrides_are_typed(tmp_path):
-    settings = load_settings(CONFIG, environ={
-        "DOCLENS_DATA_DIR": str(tmp_path), "DOCLENS_MILVUS_URI": "http://127.0.0.1:19530",
-        "DOCLENS_RETRIEVAL_DENSE_TOP_N": "12", "DOCLENS_RETRIEVAL_QUERY_EXPANSION": "false",
-        "DOCLENS_LLM_TEMPERATURE": "0.5"})
+    settings = load_settings(
+        CONFIG,
+        environ={
+            "DOCLENS_DATA_DIR": str(tmp_path),
+            "DOCLENS_MILVUS_URI": "http://127.0.0.1:19530",
+            "DOCLENS_RETRIEVAL_DENSE_TOP_N": "12",
+            "DOCLENS_RETRIEVAL_QUERY_EXPANSION": "false",
+            "DOCLENS_LLM_TEMPERATURE": "0.5",
+        },
+    )
     assert settings.data_dir == tmp_path
     assert settings.milvus_uri == "http://127.0.0.1:19530" and not settings.is_milvus_lite
     assert settings.retrieval.dense_top_n == 12
@@ -69,8 +75,15 @@ def test_openai_variables_are_fallbacks(tmp_path):
     settings = load_settings(CONFIG, environ={"OPENAI_API_KEY": "sk-fallback", "OPENAI_BASE_URL": "http://x/v1"})
     assert settings.llm.api_key.get_secret_value() == "sk-fallback"
     assert settings.llm.base_url == "http://x/v1"
-    preferred = load_settings(CONFIG, environ={"OPENAI_API_KEY": "a", "DOCLENS_LLM_API_KEY": "b",
-                                               "OPENAI_BASE_URL": "http://x/v1", "DOCLENS_LLM_BASE_URL": "http://y/v1"})
+    preferred = load_settings(
+        CONFIG,
+        environ={
+            "OPENAI_API_KEY": "a",
+            "DOCLENS_LLM_API_KEY": "b",
+            "OPENAI_BASE_URL": "http://x/v1",
+            "DOCLENS_LLM_BASE_URL": "http://y/v1",
+        },
+    )
     assert preferred.llm.api_key.get_secret_value() == "b"
     assert preferred.llm.base_url == "http://y/v1"
 

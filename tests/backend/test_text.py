@@ -21,6 +21,7 @@ def test_text_language():
 
 def test_fold_math_gives_latex_and_unicode_math_one_form():
     from backend.text import fold_math
+
     assert fold_math(r"$\frac{d^{2}\sigma}{d\rho d\Lambda}$") == "d2σ/dρ dΛ"
     assert fold_math(r"$d(\tilde{\theta}_{n},\;\Theta^{\prime})$") == fold_math("d(θ̃n, Θ′)") == "d(θn, Θ')"
     assert fold_math(r"$\Delta\widetilde{\mathcal{M}}^{(n)}$") == fold_math("∆M̃(n)") == "ΔM(n)"
@@ -34,6 +35,7 @@ def test_fold_math_gives_latex_and_unicode_math_one_form():
 
 def test_math_terms_and_the_compact_form_find_formulas_whatever_their_spacing():
     from backend.text import compact_math, fold_math, math_terms
+
     assert math_terms(fold_math(r"$\frac{d^{2}\sigma}{d\rho d\Lambda}$")) == ["d2σ", "dρ", "dΛ"]
     assert math_terms("plain words only") == []
     assert "dρdΛd2σ" in compact_math("dρ dΛd2σ")
@@ -42,8 +44,15 @@ def test_math_terms_and_the_compact_form_find_formulas_whatever_their_spacing():
 
 def test_the_answer_and_the_translation_of_a_question_go_by_one_language():
     # Mixed questions once got a Chinese answer but a translation "into Chinese" (two language tests).
-    for question in ["用Transformer做什么", "What does 机器学习 mean?", "BERT和GPT-4的区别", "什么是 attention",
-                     "Explain the learning rate", "能量守恒定律是什么？", "E = mc^2"]:
+    for question in [
+        "用Transformer做什么",
+        "What does 机器学习 mean?",
+        "BERT和GPT-4的区别",
+        "什么是 attention",
+        "Explain the learning rate",
+        "能量守恒定律是什么？",
+        "E = mc^2",
+    ]:
         answered_in_chinese = "Chinese" in language_instruction(question)
         translated_into_english = "into English" in translation_prompt(question)[0]["content"]
         assert answered_in_chinese == translated_into_english == (question_language(question) == "zh"), question
@@ -67,13 +76,16 @@ def test_query_terms_cut_chinese_in_words_for_the_index_and_in_pairs_for_passage
 
 
 def test_jieba_is_loaded_on_first_use_with_its_cache_in_the_given_folder(tmp_path):
-    script = (f"import sys; from pathlib import Path; from backend import text; text.use_cache_dir(Path({str(tmp_path)!r}));"
-              "assert 'jieba' not in sys.modules; assert text.query_terms('机器学习的方法')")
+    script = (
+        f"import sys; from pathlib import Path; from backend import text; text.use_cache_dir(Path({str(tmp_path)!r}));"
+        "assert 'jieba' not in sys.modules; assert text.query_terms('机器学习的方法')"
+    )
     subprocess.run([sys.executable, "-c", script], check=True, cwd=Path(__file__).parents[2], timeout=120)
     assert any(tmp_path.iterdir())  # jieba's dictionary cache
 
 
 def test_a_fraction_that_ends_in_a_lone_backslash_is_folded_not_a_crash():
     from backend.text import fold_math
+
     assert fold_math("what is \\frac\\") == "what is \\/"  # a question typed half-way: search must not fail
     assert fold_math("a \\frac{x}\\") == "a x/\\"

@@ -74,9 +74,20 @@ def child(kind: str, folder: Path, abort_gb: float) -> None:
         result = service.ingest("bench", [pdf])[0]
         seconds = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024 / 1024
-    print(json.dumps({"status": result.status, "chunks": result.chunks, "error": result.error,
-                      "seconds": round(seconds, 1), "file_kb": pdf.stat().st_size // 1024,
-                      "peak_rss_gb": round(peak, 2), "rss_before_gb": round(before, 2)}), flush=True)
+    print(
+        json.dumps(
+            {
+                "status": result.status,
+                "chunks": result.chunks,
+                "error": result.error,
+                "seconds": round(seconds, 1),
+                "file_kb": pdf.stat().st_size // 1024,
+                "peak_rss_gb": round(peak, 2),
+                "rss_before_gb": round(before, 2),
+            }
+        ),
+        flush=True,
+    )
 
 
 def main() -> int:
@@ -93,16 +104,31 @@ def main() -> int:
     print(f"{'file':18} {'KB':>7} {'peak RSS':>9} {'s':>6}  result")
     for kind in kinds:
         with tempfile.TemporaryDirectory(prefix="bench-hostile-") as folder:
-            run = subprocess.run([sys.executable, "-m", "tests.support.bench_hostile_pdfs", "--child", kind,
-                                  "--folder", folder, "--abort-gb", str(args.abort_gb)],
-                                 cwd=REPO_ROOT, capture_output=True, text=True)
+            run = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.support.bench_hostile_pdfs",
+                    "--child",
+                    kind,
+                    "--folder",
+                    folder,
+                    "--abort-gb",
+                    str(args.abort_gb),
+                ],
+                cwd=REPO_ROOT,
+                capture_output=True,
+                text=True,
+            )
         lines = [ln for ln in run.stdout.splitlines() if ln.startswith("{")]
         report = json.loads(lines[-1]) if lines else {"aborted": f"exit {run.returncode}: {run.stderr[-300:]}"}
         if "aborted" in report:
             print(f"{kind:18} {'':>7} {'> ' + str(args.abort_gb) + ' GB':>9} {'':>6}  aborted: {report['aborted']}")
             continue
-        print(f"{kind:18} {report['file_kb']:>7} {report['peak_rss_gb']:>7.2f}GB {report['seconds']:>6}  "
-              f"{report['status']} ({report['chunks']} chunks) {report['error'] or ''}")
+        print(
+            f"{kind:18} {report['file_kb']:>7} {report['peak_rss_gb']:>7.2f}GB {report['seconds']:>6}  "
+            f"{report['status']} ({report['chunks']} chunks) {report['error'] or ''}"
+        )
     return 0
 
 

@@ -79,6 +79,7 @@ class RecordedRequest:
 @dataclass
 class Fault:
     """A scripted misbehaviour for the next matching request(s)."""
+
     status: int = 0  # 0: no error status (a hang only)
     headers: dict[str, str] = field(default_factory=dict)
     body: Any = None
@@ -145,18 +146,22 @@ def default_reply(body: dict[str, Any]) -> str:
     user_text = "\n".join(_message_texts([last_user]))
     if images:
         mime, data = images[0]
-        return (f"The figure ({mime}, {len(data)} bytes) shows a curve that rises with $x^2$; "
-                f"the caption gives $$E=mc^2$$.")
+        return (
+            f"The figure ({mime}, {len(data)} bytes) shows a curve that rises with $x^2$; the caption gives $$E=mc^2$$."
+        )
     if "[1]" in user_text:
         cited = "[1][2]" if "[2]" in user_text else "[1]"
-        return (f"According to the sources, the answer is stated in {cited}. "
-                f"The key formula is $$E=mc^2$$ where $x^2$ is the square of $x$ [1].")
+        return (
+            f"According to the sources, the answer is stated in {cited}. "
+            f"The key formula is $$E=mc^2$$ where $x^2$ is the square of $x$ [1]."
+        )
     return "Echo: " + " ".join(user_text.split())[:200]
 
 
 def translating_reply(translations: dict[str, str]) -> ReplyFunction:
     """Replies to DocLens's question-translation requests with a fixed translation (the question itself
     when it has none), and like ``default_reply`` to everything else."""
+
     def reply(body: dict[str, Any]) -> str:
         messages = body.get("messages", [])
         system = messages[0].get("content", "") if messages else ""
@@ -164,6 +169,7 @@ def translating_reply(translations: dict[str, str]) -> ReplyFunction:
             question = "\n".join(_message_texts([messages[-1]])).strip()
             return translations.get(question, question)
         return default_reply(body)
+
     return reply
 
 
@@ -186,9 +192,18 @@ def embedding_for(text: str, dim: int) -> list[float]:
 class FakeOpenAI:
     """An OpenAI-compatible server on 127.0.0.1 in a background thread."""
 
-    def __init__(self, *, port: int = 0, host: str = "127.0.0.1", reply: Union[ReplyFunction, str, None] = None,
-                 embedding_dim: int = 16, models: tuple[str, ...] = DEFAULT_MODELS, api_key: Optional[str] = None,
-                 stream_chunk_chars: int = 12, stream_delay: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        reply: Union[ReplyFunction, str, None] = None,
+        embedding_dim: int = 16,
+        models: tuple[str, ...] = DEFAULT_MODELS,
+        api_key: Optional[str] = None,
+        stream_chunk_chars: int = 12,
+        stream_delay: float = 0.0,
+    ) -> None:
         self.host = host
         self.requested_port = port
         self.reply: Union[ReplyFunction, str] = reply or default_reply
@@ -214,8 +229,9 @@ class FakeOpenAI:
         self._server.daemon_threads = True
         self._stopping.clear()
         # A short poll interval makes stop() (and so every test teardown) fast.
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -246,30 +262,48 @@ class FakeOpenAI:
 
     # ------------------------------------------------------------ scripting
 
-    def fail_next(self, status: int, *, headers: Optional[dict[str, str]] = None, body: Any = None,
-                  times: int = 1, path: Optional[str] = None, match: Optional[RequestMatcher] = None) -> None:
+    def fail_next(
+        self,
+        status: int,
+        *,
+        headers: Optional[dict[str, str]] = None,
+        body: Any = None,
+        times: int = 1,
+        path: Optional[str] = None,
+        match: Optional[RequestMatcher] = None,
+    ) -> None:
         """The next ``times`` matching requests get this HTTP status (e.g. 429 with Retry-After, 500, 401).
 
         ``body``: JSON-able, or a str/bytes sent as is (with headers={"Content-Type": ...} for e.g. HTML).
         """
         if body is None:
             body = {"error": {"message": f"fake error {status}", "type": "fake_error", "code": str(status)}}
-        self._add_fault(Fault(status=status, headers=dict(headers or {}), body=body, times=times, path=path,
-                              match=match))
+        self._add_fault(
+            Fault(status=status, headers=dict(headers or {}), body=body, times=times, path=path, match=match)
+        )
 
-    def hang_next(self, seconds: float, *, times: int = 1, after_chunks: Optional[int] = None,
-                  path: Optional[str] = None, match: Optional[RequestMatcher] = None) -> None:
+    def hang_next(
+        self,
+        seconds: float,
+        *,
+        times: int = 1,
+        after_chunks: Optional[int] = None,
+        path: Optional[str] = None,
+        match: Optional[RequestMatcher] = None,
+    ) -> None:
         """The next matching requests stall ``seconds`` (streams: after ``after_chunks`` chunks), then answer."""
         self._add_fault(Fault(hang_seconds=seconds, after_chunks=after_chunks, times=times, path=path, match=match))
 
-    def drip_next(self, delay: float, *, times: int = 1, path: Optional[str] = None,
-                  match: Optional[RequestMatcher] = None) -> None:
+    def drip_next(
+        self, delay: float, *, times: int = 1, path: Optional[str] = None, match: Optional[RequestMatcher] = None
+    ) -> None:
         """The next matching replies arrive slowly: ``delay`` seconds between streamed chunks, or a plain
         JSON body sent in small pieces ``delay`` apart (each gap shorter than a read timeout, the whole long)."""
         self._add_fault(Fault(chunk_delay=delay, times=times, path=path, match=match))
 
-    def cut_next(self, after_chunks: int, *, times: int = 1, path: Optional[str] = None,
-                 match: Optional[RequestMatcher] = None) -> None:
+    def cut_next(
+        self, after_chunks: int, *, times: int = 1, path: Optional[str] = None, match: Optional[RequestMatcher] = None
+    ) -> None:
         """The next matching streams send ``after_chunks`` text chunks and then close the connection, with
         no finish_reason and no ``[DONE]``: a reply cut off mid-way."""
         self._add_fault(Fault(cut_after_chunks=after_chunks, times=times, path=path, match=match))
@@ -389,8 +423,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _refuse_wrong_key(self, request: RecordedRequest) -> bool:
         if self.fake.api_key and request.header("Authorization") != f"Bearer {self.fake.api_key}":
-            self._send_json(401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
-                                            "code": "invalid_api_key"}})
+            self._send_json(
+                401,
+                {
+                    "error": {
+                        "message": "Incorrect API key provided",
+                        "type": "invalid_request_error",
+                        "code": "invalid_api_key",
+                    }
+                },
+            )
             return True
         return False
 
@@ -402,13 +444,28 @@ class _Handler(BaseHTTPRequestHandler):
         if body.get("stream"):
             self._stream_chat(text, model, fault)
             return
-        self._send_json(200, {
-            "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": self.fake.finish_reason}],
-            "usage": {"prompt_tokens": 10, "completion_tokens": max(1, len(text) // 4),
-                      "total_tokens": 10 + max(1, len(text) // 4)},
-        }, drip=fault.chunk_delay if fault else 0.0)
+        self._send_json(
+            200,
+            {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": model,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": self.fake.finish_reason,
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": 10,
+                    "completion_tokens": max(1, len(text) // 4),
+                    "total_tokens": 10 + max(1, len(text) // 4),
+                },
+            },
+            drip=fault.chunk_delay if fault else 0.0,
+        )
 
     def _stream_chat(self, text: str, model: str, fault: Optional[Fault]) -> None:
         self.send_response(200)
@@ -416,7 +473,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Cache-Control", "no-cache")
         self.end_headers()
         size = max(1, self.fake.stream_chunk_chars)
-        pieces = [text[i:i + size] for i in range(0, len(text), size)] or [""]
+        pieces = [text[i : i + size] for i in range(0, len(text), size)] or [""]
         try:
             self._send_event(_chunk(model, {"role": "assistant", "content": ""}))
             for index, piece in enumerate(pieces):
@@ -446,20 +503,35 @@ class _Handler(BaseHTTPRequestHandler):
         data = []
         for index, text in enumerate(texts):
             vector = embedding_for(text, dim)
-            encoded: Any = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii") if as_base64 \
-                else vector
+            encoded: Any = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode("ascii") if as_base64 else vector
             data.append({"object": "embedding", "index": index, "embedding": encoded})
-        self._send_json(200, {"object": "list", "data": data, "model": body.get("model", "fake-embedding"),
-                              "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)}})
+        self._send_json(
+            200,
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "fake-embedding"),
+                "usage": {"prompt_tokens": len(texts), "total_tokens": len(texts)},
+            },
+        )
 
     def _control(self, body: dict[str, Any]) -> None:
-        action = self.path[len("/_fake/"):].strip("/")
+        action = self.path[len("/_fake/") :].strip("/")
         if action == "fail":
-            self.fake.fail_next(int(body["status"]), headers=body.get("headers"), body=body.get("body"),
-                                times=int(body.get("times", 1)), path=body.get("path"))
+            self.fake.fail_next(
+                int(body["status"]),
+                headers=body.get("headers"),
+                body=body.get("body"),
+                times=int(body.get("times", 1)),
+                path=body.get("path"),
+            )
         elif action == "hang":
-            self.fake.hang_next(float(body["seconds"]), times=int(body.get("times", 1)),
-                                after_chunks=body.get("after_chunks"), path=body.get("path"))
+            self.fake.hang_next(
+                float(body["seconds"]),
+                times=int(body.get("times", 1)),
+                after_chunks=body.get("after_chunks"),
+                path=body.get("path"),
+            )
         elif action == "drip":
             self.fake.drip_next(float(body["delay"]), times=int(body.get("times", 1)), path=body.get("path"))
         elif action == "cut":
@@ -485,10 +557,14 @@ class _Handler(BaseHTTPRequestHandler):
         except (UnicodeDecodeError, json.JSONDecodeError):
             return None
 
-    def _send_json(self, status: int, payload: Any, headers: Optional[dict[str, str]] = None,
-                   drip: float = 0.0) -> None:
-        data = payload if isinstance(payload, bytes) else (
-            payload.encode("utf-8") if isinstance(payload, str) else json.dumps(payload).encode("utf-8"))
+    def _send_json(
+        self, status: int, payload: Any, headers: Optional[dict[str, str]] = None, drip: float = 0.0
+    ) -> None:
+        data = (
+            payload
+            if isinstance(payload, bytes)
+            else (payload.encode("utf-8") if isinstance(payload, str) else json.dumps(payload).encode("utf-8"))
+        )
         try:
             self.send_response(status)
             if not any(name.lower() == "content-type" for name in (headers or {})):
@@ -504,10 +580,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             log.debug("fake-openai: the client went away before the reply")
 
-
     def _drip(self, data: bytes, delay: float, piece: int = 8) -> None:
         for start in range(0, len(data), piece):
-            self.wfile.write(data[start:start + piece])
+            self.wfile.write(data[start : start + piece])
             self.wfile.flush()
             self.fake.wait(delay)
             if self.fake._stopping.is_set():
@@ -515,8 +590,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def _chunk(model: str, delta: dict[str, Any], finish_reason: Optional[str] = None) -> dict[str, Any]:
-    return {"id": "chatcmpl-fake", "object": "chat.completion.chunk", "created": int(time.time()), "model": model,
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion.chunk",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+    }
 
 
 def _request_json(request: RecordedRequest) -> dict[str, Any]:
@@ -532,14 +612,27 @@ def main(argv: Optional[list[str]] = None) -> None:
     parser.add_argument("--dim", type=int, default=16, help="embedding size")
     parser.add_argument("--api-key", default=None, help="refuse other keys with 401")
     parser.add_argument("--stream-delay", type=float, default=0.0, help="seconds between streamed chunks")
-    parser.add_argument("--translations", default=None, metavar="FILE.json",
-                        help='{"question": "translation"}: the reply to each question-translation request')
+    parser.add_argument(
+        "--translations",
+        default=None,
+        metavar="FILE.json",
+        help='{"question": "translation"}: the reply to each question-translation request',
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    reply = translating_reply(json.loads(Path(args.translations).read_text(encoding="utf-8"))) \
-        if args.translations else None
-    fake = FakeOpenAI(host=args.host, port=args.port, embedding_dim=args.dim, api_key=args.api_key,
-                      stream_delay=args.stream_delay, reply=reply).start()
+    reply = (
+        translating_reply(json.loads(Path(args.translations).read_text(encoding="utf-8")))
+        if args.translations
+        else None
+    )
+    fake = FakeOpenAI(
+        host=args.host,
+        port=args.port,
+        embedding_dim=args.dim,
+        api_key=args.api_key,
+        stream_delay=args.stream_delay,
+        reply=reply,
+    ).start()
     print(f"FakeOpenAI listening on {fake.base_url}", flush=True)  # the parent process reads this line
     try:
         while True:

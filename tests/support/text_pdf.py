@@ -13,8 +13,7 @@ import pypdfium2.raw as pdfium_c
 PAGE_SIZE = (612, 792)  # US Letter, points
 
 
-def write_text_pdf(path: Path, pages: Sequence[Sequence[str]], font_size: float = 11.0,
-                   width_chars: int = 90) -> Path:
+def write_text_pdf(path: Path, pages: Sequence[Sequence[str]], font_size: float = 11.0, width_chars: int = 90) -> Path:
     """One page per item of ``pages``; each paragraph is wrapped into lines of Helvetica at ``font_size``."""
     pdf = pdfium.PdfDocument.new()
     try:

@@ -74,19 +74,21 @@ def upload_dir_for(data_dir: Path) -> Path:
 
 def app_environment(data_dir: Path, fake: FakeOpenAI) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DOCLENS_")}
-    env.update({
-        "DOCLENS_DATA_DIR": str(data_dir),
-        "GRADIO_TEMP_DIR": str(upload_dir_for(data_dir)),  # one per app: uploads are checked and cleaned
-        "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE),
-        "DOCLENS_LLM_BASE_URL": fake.base_url,
-        "DOCLENS_LLM_MODEL": "fake-chat",
-        "DOCLENS_LLM_VISION_MODEL": "fake-vision",
-        "DOCLENS_LLM_API_KEY": "sk-test-ui",
-        "GRADIO_ANALYTICS_ENABLED": "False",
-        "NO_PROXY": "127.0.0.1,localhost",
-        "no_proxy": "127.0.0.1,localhost",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "DOCLENS_DATA_DIR": str(data_dir),
+            "GRADIO_TEMP_DIR": str(upload_dir_for(data_dir)),  # one per app: uploads are checked and cleaned
+            "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE),
+            "DOCLENS_LLM_BASE_URL": fake.base_url,
+            "DOCLENS_LLM_MODEL": "fake-chat",
+            "DOCLENS_LLM_VISION_MODEL": "fake-vision",
+            "DOCLENS_LLM_API_KEY": "sk-test-ui",
+            "GRADIO_ANALYTICS_ENABLED": "False",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     return env
 
 
@@ -99,9 +101,13 @@ def running_app(data_dir: Path, log_name: str, **env: str) -> Iterator[RunningAp
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
     with FakeOpenAI(reply=ui_reply) as fake, open(log_path, "w", encoding="utf-8") as log_file:
-        process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port)], cwd=REPO_ROOT,
-                                   env={**app_environment(data_dir, fake), **env}, stdout=log_file,
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "main.py", "serve", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env={**app_environment(data_dir, fake), **env},
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_until_serving(url, process, log_path)
             yield RunningApp(url, fake, log_path, data_dir, upload_dir_for(data_dir))

@@ -20,15 +20,21 @@ from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp, running_app
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 KB = "browser-test"
 INGEST_TIMEOUT_MS = 240_000
 ANSWER_TIMEOUT_MS = 90_000
 
 if not CHROMIUM.exists() and not os.environ.get("CI"):
-    pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); required in CI",
-                allow_module_level=True)
+    pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); required in CI", allow_module_level=True)
 
 
 @pytest.fixture
@@ -48,8 +54,12 @@ def browsers(tmp_path: Path) -> Iterator:
 
         def open_page():
             context = playwright.chromium.launch_persistent_context(
-                str(tmp_path / f"profile-{len(contexts)}"), executable_path=str(CHROMIUM), headless=True,
-                args=CHROMIUM_ARGS, viewport={"width": 1280, "height": 800})
+                str(tmp_path / f"profile-{len(contexts)}"),
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 800},
+            )
             context.set_default_timeout(30_000)
             contexts.append(context)
             return context.new_page()
@@ -97,14 +107,15 @@ def ask(page, question: str) -> None:
     page.locator("#send").click()
     page.wait_for_function(
         "([n]) => document.querySelectorAll('#chatbot .message-row.bot-row, #chatbot .bot').length > n",
-        arg=[before], timeout=ANSWER_TIMEOUT_MS)
+        arg=[before],
+        timeout=ANSWER_TIMEOUT_MS,
+    )
     wait_idle(page)
 
 
 def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     """Wait until no Gradio event shows a pending status (the answer stream and the side panel are done)."""
-    page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')",
-                           timeout=timeout_ms)
+    page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')", timeout=timeout_ms)
     page.wait_for_timeout(300)
 
 
@@ -147,8 +158,9 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     page.locator("#ingest-status .dl-progress").first.wait_for(timeout=30_000)
     steps.shot("upload-progress")
     page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
-    page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
-                           arg=SAMPLE_PDF.name)
+    page.wait_for_function(
+        "(name) => document.querySelector('#docs-table')?.innerText.includes(name)", arg=SAMPLE_PDF.name
+    )
     steps.shot("uploaded", full_page=True)
 
     # -- deleting a file needs a choice and a confirmation that names it (nothing is pre-selected)
@@ -348,8 +360,9 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     kb_tab_on(page, "kb-upload")
     status = page.locator("#ingest-status")
     status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
-    page.wait_for_function("() => document.querySelector('#docs-table')?.innerText.includes('being indexed')",
-                           timeout=60_000)
+    page.wait_for_function(
+        "() => document.querySelector('#docs-table')?.innerText.includes('being indexed')", timeout=60_000
+    )
     other = browsers()
     other.goto(doclens_app.url)
     kb_tab_on(other, "kb-upload")
@@ -357,8 +370,9 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     other.locator("#upload-cancel").click()
     other.locator("#ingest-status").get_by_text("only that browser can cancel it").wait_for()
     other.wait_for_timeout(1500)
-    assert status.locator(".dl-progress").count() == 1 and "Cancelling" not in status.inner_text(), \
+    assert status.locator(".dl-progress").count() == 1 and "Cancelling" not in status.inner_text(), (
         "the other browser did not cancel this browser's upload"
+    )
     page.locator("#upload-cancel").click()
     status.get_by_text("Cancelling after the current page").wait_for()
     status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
@@ -367,7 +381,11 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
 
 
-BUNDLED_STEPS = ("reading the bundled 4-bit weights", "writing the full model", "packaging it for sentence-transformers")
+BUNDLED_STEPS = (
+    "reading the bundled 4-bit weights",
+    "writing the full model",
+    "packaging it for sentence-transformers",
+)
 
 
 def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
@@ -376,8 +394,12 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
     says it waits for the model) and ends indexed once the model is ready. float32 keeps the real build
     to the bundled model (~2 minutes); the int8 steps feed the same banner (tests/ui/test_handlers.py)."""
     page = browser_page
-    with running_app(tmp_path / "fresh", "first-start.log", DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
-                     DOCLENS_EMBEDDING_DTYPE="float32") as app:
+    with running_app(
+        tmp_path / "fresh",
+        "first-start.log",
+        DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
+        DOCLENS_EMBEDDING_DTYPE="float32",
+    ) as app:
         page.goto(app.url)
         banner = page.locator("#model-banner")
         banner.get_by_text("Preparing the embedding model").wait_for(timeout=60_000)
@@ -394,18 +416,24 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         # a later step, further along: the fraction comes from the build's own steps
         page.wait_for_function(
             "(step) => { const t = document.querySelector('#model-banner')?.innerText || '';"
-            " return t.includes(step) && /[1-9]\\d*%/.test(t); }", arg=BUNDLED_STEPS[2], timeout=180_000)
+            " return t.includes(step) && /[1-9]\\d*%/.test(t); }",
+            arg=BUNDLED_STEPS[2],
+            timeout=180_000,
+        )
         page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
         banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
         status.get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
-        page.wait_for_function("(name) => document.querySelector('#docs-table')?.innerText.includes(name)",
-                               arg=SAMPLE_PDF.name)
+        page.wait_for_function(
+            "(name) => document.querySelector('#docs-table')?.innerText.includes(name)", arg=SAMPLE_PDF.name
+        )
         log_text = app.log_path.read_text(encoding="utf-8")
     assert "embedding model: bundled:package" in log_text and "embedding model ready after" in log_text
 
 
-SCAN_PASSAGE = ("Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
-                "planted barley instead of wheat on the eastern terraces.")
+SCAN_PASSAGE = (
+    "Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
+    "planted barley instead of wheat on the eastern terraces."
+)
 
 
 def frame_pixels(png: bytes) -> int:
@@ -415,6 +443,7 @@ def frame_pixels(png: bytes) -> int:
     from PIL import Image
 
     from backend.documents.preview import FRAME_COLOUR
+
     image = Image.open(io.BytesIO(png)).convert("RGB")
     return sum(1 for pixel in image.getdata() if max(abs(a - b) for a, b in zip(pixel, FRAME_COLOUR)) < 30)
 
@@ -424,9 +453,16 @@ def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: Runnin
     (found through OCR of the page)."""
     from tests.support.text_pdf import write_scanned_pdf
 
-    scan = write_scanned_pdf(tmp_path / "harbour-scan.pdf", [[
-        "Harbour tides were measured every morning by the keeper of the northern lighthouse.", SCAN_PASSAGE,
-        "Closing remarks about the weather station and its brass instruments."]])
+    scan = write_scanned_pdf(
+        tmp_path / "harbour-scan.pdf",
+        [
+            [
+                "Harbour tides were measured every morning by the keeper of the northern lighthouse.",
+                SCAN_PASSAGE,
+                "Closing remarks about the weather station and its brass instruments.",
+            ]
+        ],
+    )
     page.goto(doclens_app.url)
     open_tab(page, "Knowledge base")
     create_kb(page, "kb-scan")
@@ -453,6 +489,7 @@ def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: Runnin
 def ui_string_pairs() -> list[tuple[str, str]]:
     """Every (English, Chinese) pair the UI code passes to ui.i18n's label()/text(), read from the source."""
     import ast
+
     pairs = []
     for path in sorted((Path(__file__).resolve().parents[2] / "ui").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -471,10 +508,13 @@ def other_language_strings(page_text: str, lang: str) -> list[str]:
     for en, zh in ui_string_pairs():
         if "{" in en or en == zh:
             continue  # templates are checked through their filled-in results elsewhere
-        match = (re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text) if lang == "zh"
-                 else re.search(re.escape(zh), page_text))
+        match = (
+            re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text)
+            if lang == "zh"
+            else re.search(re.escape(zh), page_text)
+        )
         if match:  # with the text around it, so a failure says where it is
-            found.append(page_text[max(0, match.start() - 40):match.end() + 20].replace("\n", " | "))
+            found.append(page_text[max(0, match.start() - 40) : match.end() + 20].replace("\n", " | "))
     return found
 
 
@@ -532,8 +572,13 @@ def chinese_page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
 
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            str(tmp_path / "profile-zh"), executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-            viewport={"width": 1280, "height": 800}, locale="zh-CN")
+            str(tmp_path / "profile-zh"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800},
+            locale="zh-CN",
+        )
         context.set_default_timeout(30_000)
         try:
             yield context.new_page()
@@ -572,5 +617,6 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
     page.get_by_role("tab", name="Knowledge base").wait_for()  # the choice outlives the page
     assert (SHOTS / "chat-zh.png").is_file() and (SHOTS / "settings-en.png").is_file()
     if README_SHOTS not in screenshot_folders():
-        assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, \
+        assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, (
             "a test run leaves docs/screenshots alone"
+        )

@@ -19,8 +19,14 @@ PHYSICS = SAMPLES / "物理公式示例文档.pdf"
 def run(args: list[str], data_dir: Path) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DOCLENS_", "OPENAI_"))}
     environ.update({"DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE)})
-    return subprocess.run([sys.executable, str(REPO_ROOT / "main.py"), *args], capture_output=True, text=True,
-                          timeout=300, env=environ, cwd=REPO_ROOT)
+    return subprocess.run(
+        [sys.executable, str(REPO_ROOT / "main.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environ,
+        cwd=REPO_ROOT,
+    )
 
 
 @pytest.mark.slow
@@ -42,12 +48,24 @@ def test_a_first_start_shows_a_bar_of_the_model_build(tmp_path: Path) -> None:
     """Issue 12 item 9: with an empty model cache the first command that needs the model builds it for
     minutes; the CLI shows the build's steps on a bar (float32: the bundled build only, ~2 minutes)."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DOCLENS_", "OPENAI_"))}
-    environ.update({"DOCLENS_DATA_DIR": str(tmp_path / "data"), "DOCLENS_EMBEDDING_CACHE_DIR": str(tmp_path / "cache"),
-                    "DOCLENS_EMBEDDING_DTYPE": "float32"})
+    environ.update(
+        {
+            "DOCLENS_DATA_DIR": str(tmp_path / "data"),
+            "DOCLENS_EMBEDDING_CACHE_DIR": str(tmp_path / "cache"),
+            "DOCLENS_EMBEDDING_DTYPE": "float32",
+        }
+    )
 
     def cli(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, str(REPO_ROOT / "main.py"), *args], capture_output=True, text=True,
-                              check=False, timeout=900, env=environ, cwd=REPO_ROOT)
+        return subprocess.run(
+            [sys.executable, str(REPO_ROOT / "main.py"), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=900,
+            env=environ,
+            cwd=REPO_ROOT,
+        )
 
     created = cli("kb", "create", "first")
     assert created.returncode == 0 and "preparing the embedding model" not in created.stderr, created.stderr

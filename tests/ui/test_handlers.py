@@ -96,8 +96,14 @@ def figure(service: DocLens) -> Figure:
 # ---------------------------------------------------------------- helpers
 
 
-def run_send(service: DocLens, question: str = QUESTION, kb: Optional[str] = KB, lock=None,
-             turns=None, doc_filter: str = ALL_DOCUMENTS) -> list[tuple]:
+def run_send(
+    service: DocLens,
+    question: str = QUESTION,
+    kb: Optional[str] = KB,
+    lock=None,
+    turns=None,
+    doc_filter: str = ALL_DOCUMENTS,
+) -> list[tuple]:
     handlers = ChatHandlers(service)
     # Gradio sends each update before asking for the next: snapshot them the same way.
     return [copy.deepcopy(update) for update in handlers.send(question, kb, doc_filter, [], turns or [], lock)]
@@ -146,10 +152,18 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     assert streamed[0] and all(a != b for a, b in zip(streamed, streamed[1:]))  # it grows as it arrives
     assert CURRENCY_HTML in streamed[-1] and "$5" not in streamed[-1]
     final = updates[-1]
-    messages, sources, confidence, chart, turns, last_sources = (final[0], final[2], final[3], final[4],
-                                                                 final[7], final[8])
-    assert messages[-2]["content"].startswith("The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
-                                              '<span class="dl-cite dl-answer-0" role="link" tabindex="0">[1]</span>.')
+    messages, sources, confidence, chart, turns, last_sources = (
+        final[0],
+        final[2],
+        final[3],
+        final[4],
+        final[7],
+        final[8],
+    )
+    assert messages[-2]["content"].startswith(
+        "The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
+        '<span class="dl-cite dl-answer-0" role="link" tabindex="0">[1]</span>.'
+    )
     assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
     assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
     rows = sources.raw_samples
@@ -175,8 +189,9 @@ def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI
 
 
 def test_warn_threshold_comes_from_the_live_settings(service: DocLens) -> None:
-    warn_all = service.settings.model_copy(update={"confidence": service.settings.confidence.model_copy(
-        update={"warn_below": 100.0})}, deep=True)
+    warn_all = service.settings.model_copy(
+        update={"confidence": service.settings.confidence.model_copy(update={"warn_below": 100.0})}, deep=True
+    )
     service.reconfigure(warn_all)
     assert "dl-warn" in run_send(service)[-1][3]
 
@@ -188,8 +203,7 @@ def test_no_knowledge_base_is_a_chat_message(service: DocLens, fake: FakeOpenAI)
 
 
 @pytest.mark.parametrize("down", ["500", "closed port"])
-def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, data_dir: Path,
-                                                 fake: FakeOpenAI) -> None:
+def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
     if down == "500":
         fake.fail_next(500, times=3)
     else:
@@ -202,10 +216,13 @@ def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, da
         assert fake.chat_requests(), "the fake model was asked"
 
 
-@pytest.mark.parametrize("kb, expected", [
-    (EMPTY_KB, "has no documents yet"),
-    ("no such kb", "does not exist"),
-])
+@pytest.mark.parametrize(
+    "kb, expected",
+    [
+        (EMPTY_KB, "has no documents yet"),
+        ("no such kb", "does not exist"),
+    ],
+)
 def test_errors_become_readable_messages(kb: str, expected: str, service: DocLens) -> None:
     updates = run_send(service, kb=kb)
     text = last_message(updates)
@@ -262,8 +279,10 @@ def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenA
 
 
 def test_history_is_passed_on(service: DocLens, fake: FakeOpenAI) -> None:
-    turns = [{"role": "user", "content": "What is a harmonic oscillator?"},
-             {"role": "assistant", "content": "A mass on a spring."}]
+    turns = [
+        {"role": "user", "content": "What is a harmonic oscillator?"},
+        {"role": "assistant", "content": "A mass on a spring."},
+    ]
     final = run_send(service, question="and its energy levels?", turns=turns)[-1]
     condense = [r for r in fake.chat_requests() if is_condense(r)]
     assert len(condense) == 1
@@ -292,10 +311,14 @@ def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
 
 
 def test_messages_from_the_browser_are_normalised() -> None:
-    raw = [{"role": "user", "content": [{"type": "text", "text": "hi"}]},
-           {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}}]
-    assert normalize_messages(raw) == [{"role": "user", "content": "hi"},
-                                       {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}}]
+    raw = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}},
+    ]
+    assert normalize_messages(raw) == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}},
+    ]
 
 
 # ---------------------------------------------------------------- knowledge bases
@@ -343,8 +366,9 @@ def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
 
 
 def test_uploaded_files_read_gradio_file_data() -> None:
-    paths, names = uploaded_files([{"path": "/tmp/gradio/ab12/x.pdf", "orig_name": "My paper (v2).pdf"},
-                                   "/tmp/gradio/cd34/b.pdf"])
+    paths, names = uploaded_files(
+        [{"path": "/tmp/gradio/ab12/x.pdf", "orig_name": "My paper (v2).pdf"}, "/tmp/gradio/cd34/b.pdf"]
+    )
     assert paths == [Path("/tmp/gradio/ab12/x.pdf"), Path("/tmp/gradio/cd34/b.pdf")]
     assert names == ["My paper (v2).pdf", "b.pdf"]
 
@@ -353,8 +377,9 @@ def test_progress_text_and_results() -> None:
     event = ProgressEvent("ocr", file="a.pdf", file_index=1, file_count=2, current=3, total=10)
     assert progress_text(event) == "file 1 of 2 · a.pdf · OCR page 3 of 10"
     assert progress_text(ProgressEvent("done", file_index=2, file_count=2, message="done")) == "file 2 of 2 · done"
-    table = results_markdown([IngestResult("a|b.pdf", "indexed", pages=2, chunks=4),
-                              IngestResult("b.pdf", "failed", error="encrypted PDF")])
+    table = results_markdown(
+        [IngestResult("a|b.pdf", "indexed", pages=2, chunks=4), IngestResult("b.pdf", "failed", error="encrypted PDF")]
+    )
     assert "a\\|b.pdf" in table and f"{icon('ok')} indexed" in table and f"{icon('fail')} failed" in table
     assert "encrypted PDF" in table
     assert results_markdown([]).startswith(WARN)
@@ -368,8 +393,9 @@ def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fak
     embedder = service.embedder
     before = handlers.current_values()
     assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
-    result = handlers.apply(fake.base_url, "qwen", "", "", "sentence_transformers",
-                            "bundled:multilingual-e5-small", "", "", "rapidocr")
+    result = handlers.apply(
+        fake.base_url, "qwen", "", "", "sentence_transformers", "bundled:multilingual-e5-small", "", "", "rapidocr"
+    )
     assert result[0].startswith(icon("ok"))
     assert service.settings.llm.model == "qwen"
     assert service.settings.llm.api_key.get_secret_value() == API_KEY
@@ -384,8 +410,7 @@ def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fak
 
 def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
     before = service.settings
-    result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "",
-                                             "no-such-engine")
+    result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "", "no-such-engine")
     assert result[0].startswith(WARN) and "engine" in result[0]
     assert service.settings is before, "nothing was applied"
 
@@ -400,10 +425,32 @@ def test_parse_auth() -> None:
 def test_build_app_has_every_element_id(service: DocLens) -> None:
     demo = build_app(service)
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
-    expected = {"kb-select", "doc-filter", "chatbot", "question", "send", "clear", "sources", "confidence",
-                "summary", "figure-gallery", "figure-lock", "figure-unlock", "kb-new-name", "kb-create",
-                "kb-rename", "kb-delete", "kb-delete-confirmation-yes", "doc-delete-confirmation-yes", "upload-files", "upload-start", "upload-cancel",
-                "ingest-status", "docs-table", "page-preview"}
+    expected = {
+        "kb-select",
+        "doc-filter",
+        "chatbot",
+        "question",
+        "send",
+        "clear",
+        "sources",
+        "confidence",
+        "summary",
+        "figure-gallery",
+        "figure-lock",
+        "figure-unlock",
+        "kb-new-name",
+        "kb-create",
+        "kb-rename",
+        "kb-delete",
+        "kb-delete-confirmation-yes",
+        "doc-delete-confirmation-yes",
+        "upload-files",
+        "upload-start",
+        "upload-cancel",
+        "ingest-status",
+        "docs-table",
+        "page-preview",
+    }
     assert expected <= ids
     api_names = {fn.api_name for fn in demo.fns.values()}
     assert {"create_kb", "upload", "ask", "delete_kb"} <= api_names
@@ -433,6 +480,7 @@ HOSTILE_NAME = "**x** <img src=x onerror=alert(1)> [link](http://example.com) $5
 def rendered(markdown: str) -> str:
     """The Markdown as HTML (CommonMark with raw HTML allowed, as a page would show it)."""
     from markdown_it import MarkdownIt
+
     return MarkdownIt("commonmark", {"html": True}).render(markdown)
 
 
@@ -465,10 +513,17 @@ def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: 
     """Item 3: the user's "$5 and $10" and a quoted "(M$)" keep their dollar signs out of KaTeX."""
     user = run_send(service, question="$5 and $10 是多少钱？")[0][0][-2]
     assert user["role"] == "user" and "$" not in user["content"] and user["content"].count(CURRENCY_HTML) == 2
-    source = Source("report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |",
-                    relevance=80.0)
-    answer = Answer("", "extractive", 80.0, [source], notice="No language model is configured, so this answer "
-                    "quotes the most relevant passages.", question="revenue by region")
+    source = Source(
+        "report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |", relevance=80.0
+    )
+    answer = Answer(
+        "",
+        "extractive",
+        80.0,
+        [source],
+        notice="No language model is configured, so this answer quotes the most relevant passages.",
+        question="revenue by region",
+    )
     rendered = answer_markdown(answer, "en")
     assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
 
@@ -478,8 +533,9 @@ def test_a_citation_opens_the_source_of_its_own_answer(service: DocLens) -> None
     handlers = ChatHandlers(service)
     first = list(handlers.send(QUESTION, KB, ALL_DOCUMENTS, [], [], None, []))[-1]
     messages, turns, answer_sources = first[0], first[7], first[8]
-    second = list(handlers.send("What does the figure on page 2 show?", KB, ALL_DOCUMENTS, messages, turns, None,
-                                answer_sources))[-1]
+    second = list(
+        handlers.send("What does the figure on page 2 show?", KB, ALL_DOCUMENTS, messages, turns, None, answer_sources)
+    )[-1]
     answer_sources = second[8]
     assert len(answer_sources) == 2
     bubbles = [m["content"] for m in second[0] if m["role"] == "assistant" and not m.get("metadata")]
@@ -543,9 +599,11 @@ def test_an_upload_belongs_to_the_browser_that_started_it(service: DocLens) -> N
 
 def slow_ingest(service: DocLens):
     """The real ingest, started only once the test has cancelled (so the cancel lands on a running job)."""
+
     def ingest(kb, paths, *, cancel, **options):
         cancel.wait(30)
         return service.ingest(kb, paths, cancel=cancel, **options)
+
     return ingest
 
 
@@ -554,6 +612,7 @@ def test_model_preparation_shows_a_banner_with_the_builds_step_and_fraction(serv
     far along (reported by the build, backend/embedding/builds.py) and for how long."""
     from backend.embedding.builds import report_step
     from ui.app import model_banner
+
     banner, timer = model_banner(service)
     assert banner["visible"] is False and timer["active"] is False
     service.model_state.started(service.settings)
@@ -580,8 +639,10 @@ def test_a_kb_is_created_without_waiting_for_the_embedding_model(tmp_path: Path)
     with DocLens(make_settings(tmp_path / "data", DOCLENS_EMBEDDING_CACHE_DIR=str(empty_cache))) as fresh:
         started = time.monotonic()
         kb = fresh.create_kb("early")
-        assert time.monotonic() - started < 10 and (kb.embedding_model, kb.dim) == ("bundled:multilingual-e5-small",
-                                                                                  384)
+        assert time.monotonic() - started < 10 and (kb.embedding_model, kb.dim) == (
+            "bundled:multilingual-e5-small",
+            384,
+        )
         assert not empty_cache.exists() or not any(empty_cache.iterdir()), "nothing was built"
     with DocLens(make_settings(tmp_path / "data")) as ready:  # the built model agrees with what was recorded
         assert (ready.embedder.model_id, ready.embedder.dim) == (kb.embedding_model, kb.dim)
@@ -591,6 +652,7 @@ def test_a_kb_is_created_without_waiting_for_the_embedding_model(tmp_path: Path)
 def test_fresh_install_gets_an_empty_default_kb(tmp_path: Path, fake: FakeOpenAI) -> None:
     """Item 10: the first start creates "Default" (once: deleting it later does not bring it back)."""
     from ui.app import start_first_run
+
     with DocLens(make_settings(tmp_path / "fresh", **model_env(fake.base_url))) as fresh:
         thread = start_first_run(fresh)
         assert thread is not None
@@ -622,12 +684,14 @@ def test_selftest_shows_progress(service: DocLens) -> None:
 def test_icons_need_no_emoji_font() -> None:
     """Item 16: every status icon is a plain symbol an installed non-emoji font covers (DejaVu on Debian)."""
     import subprocess
+
     for name, symbol in SYMBOLS.items():
         assert not 0x1F000 <= ord(symbol) <= 0x1FAFF, name
-        fonts = subprocess.run(["fc-list", f":charset={ord(symbol):x}", "family"], capture_output=True,
-                               text=True).stdout
+        fonts = subprocess.run(
+            ["fc-list", f":charset={ord(symbol):x}", "family"], capture_output=True, text=True
+        ).stdout
         assert fonts.strip() and "emoji" not in fonts.lower(), (name, symbol)
-    emoji = re.compile("[\U0001F000-\U0001FAFF\u2705\u274C\u2B50\uFE0F]")
+    emoji = re.compile("[\U0001f000-\U0001faff\u2705\u274c\u2b50\ufe0f]")
     for path in (Path(__file__).resolve().parents[2] / "ui").glob("*.py"):
         assert not emoji.search(path.read_text(encoding="utf-8")), f"{path.name} still shows emoji"
 

@@ -9,36 +9,42 @@ from ui.latex import CURRENCY_HTML, LATEX_DELIMITERS, protect_currency
 C = CURRENCY_HTML
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("It costs $5 and $10.", f"It costs {C}5 and {C}10."),
-    ("$1,000,000 in sales", f"{C}1,000,000 in sales"),
-    ("from $3.50 to $4.75!", f"from {C}3.50 to {C}4.75!"),
-    ("a $2 million deal", f"a {C}2 million deal"),
-    ("revenue of $3.5k", f"revenue of {C}3.5k"),
-    ("价格是$5，运费$10。", f"价格是{C}5，运费{C}10。"),
-    ("ends with $5", f"ends with {C}5"),
-    ("($5)", f"({C}5)"),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("It costs $5 and $10.", f"It costs {C}5 and {C}10."),
+        ("$1,000,000 in sales", f"{C}1,000,000 in sales"),
+        ("from $3.50 to $4.75!", f"from {C}3.50 to {C}4.75!"),
+        ("a $2 million deal", f"a {C}2 million deal"),
+        ("revenue of $3.5k", f"revenue of {C}3.5k"),
+        ("价格是$5，运费$10。", f"价格是{C}5，运费{C}10。"),
+        ("ends with $5", f"ends with {C}5"),
+        ("($5)", f"({C}5)"),
+    ],
+)
 def test_money_becomes_literal(text: str, expected: str) -> None:
     assert protect_currency(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "Energy $E=mc^2$ holds.",
-    "inline $x^2$ and $y_1$",
-    "the number $5$ alone",
-    "$2x + 1$ is linear",
-    "$3 = y$",
-    "$5 + x$",
-    "display $$\\frac{a}{b}$$ math",
-    "display $$5 and 10$$ math",
-    "bracket \\[ x = $5 \\] math",
-    "paren \\(a+b\\) math",
-    "code `echo $5` stays",
-    "```\nprice=$5\n```",
-    "no dollars at all",
-    "",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Energy $E=mc^2$ holds.",
+        "inline $x^2$ and $y_1$",
+        "the number $5$ alone",
+        "$2x + 1$ is linear",
+        "$3 = y$",
+        "$5 + x$",
+        "display $$\\frac{a}{b}$$ math",
+        "display $$5 and 10$$ math",
+        "bracket \\[ x = $5 \\] math",
+        "paren \\(a+b\\) math",
+        "code `echo $5` stays",
+        "```\nprice=$5\n```",
+        "no dollars at all",
+        "",
+    ],
+)
 def test_math_and_code_untouched(text: str) -> None:
     assert protect_currency(text) == text
 

@@ -74,13 +74,21 @@ class Web:
     def queue(self, api_name: str, *data: Any) -> dict:
         """What the page does (also for private endpoints): join the queue, read the session's events."""
         fn_index = self.fn_index(api_name)
-        joined = self.http.post(f"{self.url}/gradio_api/queue/join", json={
-            "data": list(data), "fn_index": fn_index, "trigger_id": None, "session_hash": self.session_hash,
-            "event_data": None})
+        joined = self.http.post(
+            f"{self.url}/gradio_api/queue/join",
+            json={
+                "data": list(data),
+                "fn_index": fn_index,
+                "trigger_id": None,
+                "session_hash": self.session_hash,
+                "event_data": None,
+            },
+        )
         assert joined.status_code == 200, joined.text
         event_id = joined.json()["event_id"]
-        with self.http.stream("GET", f"{self.url}/gradio_api/queue/data",
-                              params={"session_hash": self.session_hash}) as stream:
+        with self.http.stream(
+            "GET", f"{self.url}/gradio_api/queue/data", params={"session_hash": self.session_hash}
+        ) as stream:
             for line in stream.iter_lines():
                 if not line.startswith("data:"):
                     continue
@@ -97,8 +105,9 @@ class Web:
     def upload(self, path: Path, name: Optional[str] = None) -> str:
         """Gradio's own upload route, as the page and gradio_client use it; returns the server path."""
         with open(path, "rb") as handle:
-            response = self.http.post(f"{self.url}/gradio_api/upload",
-                                      files={"files": (name or path.name, handle, "application/pdf")})
+            response = self.http.post(
+                f"{self.url}/gradio_api/upload", files={"files": (name or path.name, handle, "application/pdf")}
+            )
         assert response.status_code == 200, response.text
         return response.json()[0]
 
@@ -116,8 +125,11 @@ def outputs(message: dict) -> list:
 
 
 def uploads_left(app: RunningApp) -> list[Path]:
-    return [p for p in app.upload_dir.rglob("*") if p.is_file() and "doclens-shown" not in p.parts] \
-        if app.upload_dir.exists() else []
+    return (
+        [p for p in app.upload_dir.rglob("*") if p.is_file() and "doclens-shown" not in p.parts]
+        if app.upload_dir.exists()
+        else []
+    )
 
 
 def log_since(app: RunningApp, offset: int) -> str:
@@ -150,10 +162,12 @@ def test_upload_refuses_files_gradio_did_not_receive(indexed: RunningApp, tmp_pa
     before = [d["file"] for d in web.call("documents", KB)[1]]
     assert before == [SAMPLE_PDF.name]
     messages = []
-    for entry in ({"path": str(folder), "orig_name": "d.pdf"},  # the reported attack: no meta
-                  {"path": str(folder / "secret.pdf"), "orig_name": "d.pdf"},
-                  {"path": str(tmp_path / "missing.pdf"), "orig_name": "d.pdf"},
-                  file_data(str(folder / "secret.pdf"))):
+    for entry in (
+        {"path": str(folder), "orig_name": "d.pdf"},  # the reported attack: no meta
+        {"path": str(folder / "secret.pdf"), "orig_name": "d.pdf"},
+        {"path": str(tmp_path / "missing.pdf"), "orig_name": "d.pdf"},
+        file_data(str(folder / "secret.pdf")),
+    ):
         event, message = web.call("upload", KB, [entry])
         assert event == "error", message
         messages.append(message)
@@ -210,8 +224,10 @@ def test_evaluation_paths_stay_inside_the_bench_folder(tmp_path: Path) -> None:
     (bench / "set" / "qa.jsonl").write_text("{}\n", encoding="utf-8")
     (outside / "qa.jsonl").write_text("{}\n", encoding="utf-8")
     (bench / "escape.jsonl").symlink_to(outside / "qa.jsonl")
-    assert eval_inputs(str(bench), "set/qa.jsonl", "") == ((bench / "set" / "qa.jsonl").resolve(),
-                                                            (bench / "set").resolve())
+    assert eval_inputs(str(bench), "set/qa.jsonl", "") == (
+        (bench / "set" / "qa.jsonl").resolve(),
+        (bench / "set").resolve(),
+    )
     refused = []
     for typed in (str(outside / "qa.jsonl"), "../outside/qa.jsonl", "escape.jsonl", "set/missing.jsonl"):
         with pytest.raises(DocLensError) as error:
@@ -244,8 +260,13 @@ def test_uploads_left_are_deleted_when_the_server_stops(tmp_path: Path) -> None:
     port = free_port()
     log_path = tmp_path / "app.log"
     with FakeOpenAI() as fake, open(log_path, "w", encoding="utf-8") as log_file:
-        process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port)], cwd=REPO_ROOT,
-                                   env=app_environment(data_dir, fake), stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "main.py", "serve", "--port", str(port)],
+            cwd=REPO_ROOT,
+            env=app_environment(data_dir, fake),
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_until_serving(f"http://127.0.0.1:{port}/", process, log_path)
             server_path = Path(Web(f"http://127.0.0.1:{port}").upload(SAMPLE_PDF))
@@ -281,9 +302,14 @@ def test_serve_on_an_open_address_without_login_refuses_to_start(tmp_path: Path)
     with FakeOpenAI() as fake:
         env = app_environment(tmp_path / "data", fake)
         try:
-            done = subprocess.run([sys.executable, "main.py", "serve", "--host", "0.0.0.0", "--port",
-                                   str(free_port())], cwd=REPO_ROOT, env=env, capture_output=True, text=True,
-                                  timeout=90)
+            done = subprocess.run(
+                [sys.executable, "main.py", "serve", "--host", "0.0.0.0", "--port", str(free_port())],
+                cwd=REPO_ROOT,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=90,
+            )
         except subprocess.TimeoutExpired:
             pytest.fail("the server started on 0.0.0.0 without a login")
     assert done.returncode == 1, done.stderr
@@ -299,12 +325,25 @@ def ask_from_page(web: Web, question: str) -> list:
     return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, [], None))
 
 
-def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat",
-                    timeout: float = 30) -> list:
+def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat", timeout: float = 30) -> list:
     """The Settings tab's Apply (llm url, model, vision model, key, embedding provider, model, url, key,
     OCR engine, timeout, session profile)."""
-    return outputs(web.queue("settings_apply", llm_url, model, "", key, "sentence_transformers",
-                             "bundled:multilingual-e5-small", "", "", "rapidocr", timeout, None))
+    return outputs(
+        web.queue(
+            "settings_apply",
+            llm_url,
+            model,
+            "",
+            key,
+            "sentence_transformers",
+            "bundled:multilingual-e5-small",
+            "",
+            "",
+            "rapidocr",
+            timeout,
+            None,
+        )
+    )
 
 
 def bearer(request) -> str:
@@ -328,10 +367,13 @@ def test_a_session_model_gets_no_operator_key_and_changes_nobody_else(indexed: R
         assert all(r.body.get("model") != "session-chat" for r in operator_fake.chat_requests())
 
 
-@pytest.mark.parametrize("url, timeout, variable, value", [("not a url", 30, "DOCLENS_LLM_BASE_URL", "not a url"),
-                                                           ("", -1, "DOCLENS_LLM_TIMEOUT", "-1")])
-def test_settings_are_checked_like_the_config_file(indexed: RunningApp, url: str, timeout: float, variable: str,
-                                                   value: str) -> None:
+@pytest.mark.parametrize(
+    "url, timeout, variable, value",
+    [("not a url", 30, "DOCLENS_LLM_BASE_URL", "not a url"), ("", -1, "DOCLENS_LLM_TIMEOUT", "-1")],
+)
+def test_settings_are_checked_like_the_config_file(
+    indexed: RunningApp, url: str, timeout: float, variable: str, value: str
+) -> None:
     status = apply_from_page(Web(indexed.url), url, timeout=timeout)[0]
     with pytest.raises(SettingsError) as from_config:
         load_settings(environ={variable: value})
@@ -346,8 +388,13 @@ def admin_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
     port = free_port()
     with FakeOpenAI() as fake, open(log_path, "w", encoding="utf-8") as log_file:
         env = {**app_environment(data_dir, fake), "DOCLENS_AUTH": "alice:wonder bob:builder"}
-        process = subprocess.Popen([sys.executable, "main.py", "serve", "--port", str(port), "--admin", "alice"],
-                                   cwd=REPO_ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "main.py", "serve", "--port", str(port), "--admin", "alice"],
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_until_serving(f"http://127.0.0.1:{port}/", process, log_path)
             yield RunningApp(f"http://127.0.0.1:{port}", fake, log_path, data_dir, upload_dir_for(data_dir))

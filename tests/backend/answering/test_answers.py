@@ -46,6 +46,7 @@ def test_context_sources_limits_the_numbered_sources(tmp_path: Path, fake: FakeO
     assert answer.sources == SOURCES[:1]
     assert "[1] paper.pdf" in fake.last_chat().text() and "notes.pdf" not in fake.last_chat().text()
 
+
 def test_extractive_answer_when_the_endpoint_is_down(tmp_path: Path) -> None:
     client = make_client(tmp_path, f"http://127.0.0.1:{closed_port()}/v1")
     updates = list(answer_stream(client, "What is attention?", SOURCES, 40.0))
@@ -72,8 +73,9 @@ def test_a_stream_cut_off_mid_way_is_marked_and_the_user_is_told(tmp_path: Path,
     answer = final_answer(updates)
     assert updates[-2].text == "DocLens basalt answer from the sourc"  # three chunks, then the cut
     assert answer.mode == "llm" and answer.answer == "DocLens basalt answer from the sourc …"
-    assert answer.notice.startswith("The model's answer was cut off (the connection closed before the model "
-                                    "finished), so it may be incomplete.")
+    assert answer.notice.startswith(
+        "The model's answer was cut off (the connection closed before the model finished), so it may be incomplete."
+    )
 
 
 def test_no_sources_gives_a_plain_statement(tmp_path: Path, fake: FakeOpenAI) -> None:

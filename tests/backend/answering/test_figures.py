@@ -45,8 +45,7 @@ def test_answer_about_figure_sends_image_and_context_to_vision_model(tmp_path: P
     client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_VISION_MODEL="fake-vision")
     context = figure_context(FIGURE, PAGE_TEXT, DOCUMENT_TEXT)
     # The stored MIME type is wrong on purpose: the bytes are JPEG and that is what must be sent.
-    answer = answer_about_figure(client, "What does the loss do?", FIGURE, JPEG, "image/png", context,
-                                 SOURCES, 77.0)
+    answer = answer_about_figure(client, "What does the loss do?", FIGURE, JPEG, "image/png", context, SOURCES, 77.0)
     assert answer.mode == "vision" and answer.figure == FIGURE and answer.confidence == 77.0
     assert answer.answer.startswith("About figure p3 of paper.pdf (Figure 3: Training loss")
     request = fake.vision_requests()[-1]
@@ -59,8 +58,9 @@ def test_answer_about_figure_sends_image_and_context_to_vision_model(tmp_path: P
 
 def test_vision_400_falls_back_to_a_text_answer(tmp_path: Path, fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
-    fake.fail_next(400, body={"error": {"message": "This model does not support image input"}},
-                   match=lambda r: r.is_vision)
+    fake.fail_next(
+        400, body={"error": {"message": "This model does not support image input"}}, match=lambda r: r.is_vision
+    )
     context = figure_context(FIGURE, PAGE_TEXT, DOCUMENT_TEXT)
     answer = answer_about_figure(client, "What does the loss do?", FIGURE, PNG, "image/png", context, SOURCES, 60.0)
     assert answer.mode == "vision-fallback"
@@ -74,8 +74,9 @@ def test_vision_400_falls_back_to_a_text_answer(tmp_path: Path, fake: FakeOpenAI
 def test_figure_question_without_a_model_quotes_the_context(tmp_path: Path) -> None:
     client = make_client(tmp_path, None)
     context = figure_context(FIGURE, PAGE_TEXT, DOCUMENT_TEXT)
-    answer = answer_about_figure(client, "When does the loss flatten?", FIGURE, PNG, "image/png", context,
-                                 SOURCES, 30.0)
+    answer = answer_about_figure(
+        client, "When does the loss flatten?", FIGURE, PNG, "image/png", context, SOURCES, 30.0
+    )
     assert answer.mode == "extractive" and answer.notice == NO_MODEL_NOTICE
     assert answer.answer.startswith("About figure p3 of paper.pdf")
     assert "flattens after epoch 40" in answer.answer

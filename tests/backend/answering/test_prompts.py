@@ -22,8 +22,11 @@ def test_build_prompt_numbers_sources_with_file_and_page() -> None:
 
 
 def test_build_prompt_language_and_history() -> None:
-    history = [("What is attention?", "A weighting of tokens [1]."),
-               {"role": "user", "content": "And softmax?"}, {"role": "assistant", "content": "It normalises."}]
+    history = [
+        ("What is attention?", "A weighting of tokens [1]."),
+        {"role": "user", "content": "And softmax?"},
+        {"role": "assistant", "content": "It normalises."},
+    ]
     messages = build_prompt("它是怎么计算的？", SOURCES, history=history)
     assert "Chinese" in messages[0]["content"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
@@ -31,19 +34,21 @@ def test_build_prompt_language_and_history() -> None:
     assert "English" in build_prompt("What is it?", SOURCES)[0]["content"]
     assert "Chinese" in build_prompt("What is it?", SOURCES, language="zh")[0]["content"]
 
+
 def test_condense_question_uses_history(tmp_path: Path, fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url)
     fake.queue_reply("Standalone question: How is the attention weight of a transformer computed?")
-    history = [{"role": "user", "content": "What is a transformer?"},
-               {"role": "assistant", "content": "A model built on attention [1]."}]
+    history = [
+        {"role": "user", "content": "What is a transformer?"},
+        {"role": "assistant", "content": "A model built on attention [1]."},
+    ]
     standalone = condense_question(client, history, "How is its weight computed?")
     assert standalone == "How is the attention weight of a transformer computed?"
     prompt = fake.last_chat().text()
     assert "What is a transformer?" in prompt and "How is its weight computed?" in prompt
 
 
-def test_condense_question_skips_the_model_without_history_and_on_failure(tmp_path: Path,
-                                                                          fake: FakeOpenAI) -> None:
+def test_condense_question_skips_the_model_without_history_and_on_failure(tmp_path: Path, fake: FakeOpenAI) -> None:
     client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_MAX_RETRIES="0")
     assert condense_question(client, [], "What is attention?") == "What is attention?"
     assert fake.chat_requests() == []

@@ -25,8 +25,9 @@ def text_stream(lines: Sequence[bytes], size: int = 12, top: float = 760) -> byt
     return b"\n".join(out)
 
 
-def write_pdf(path: Path, pages: Sequence[tuple[tuple[float, float], Sequence[bytes]]],
-              tail: bytes = b"", compress: bool = True) -> Path:
+def write_pdf(
+    path: Path, pages: Sequence[tuple[tuple[float, float], Sequence[bytes]]], tail: bytes = b"", compress: bool = True
+) -> Path:
     """A PDF with one page per ``((width, height), [content streams])``, Flate-compressed unless not
     ``compress``; ``tail`` is appended after ``%%EOF``."""
     objects: list[bytes] = [b"", b"", FONT]  # 1 catalog, 2 pages root, 3 font
@@ -35,11 +36,16 @@ def write_pdf(path: Path, pages: Sequence[tuple[tuple[float, float], Sequence[by
         content_refs = []
         for data in streams:
             packed = zlib.compress(data, 9) if compress else data
-            objects.append(b"<< /Length %d %s>>\nstream\n" % (len(packed), b"/Filter /FlateDecode " * compress)
-                           + packed + b"\nendstream")
+            objects.append(
+                b"<< /Length %d %s>>\nstream\n" % (len(packed), b"/Filter /FlateDecode " * compress)
+                + packed
+                + b"\nendstream"
+            )
             content_refs.append(b"%d 0 R" % len(objects))
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /Font << /F1 3 0 R >> >>"
-                       b" /Contents [%s] >>" % (width, height, b" ".join(content_refs)))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /Font << /F1 3 0 R >> >>"
+            b" /Contents [%s] >>" % (width, height, b" ".join(content_refs))
+        )
         page_refs.append(b"%d 0 R" % len(objects))
     count = len(page_refs)
     objects[0] = b"<< /Type /Catalog /Pages 2 0 R >>"
@@ -57,6 +63,7 @@ def normal_lines(count: int = 30) -> list[bytes]:
 
 # ------------------------------------------------------------------------------------ the files
 
+
 def huge_page(path: Path, points: float = 14400) -> Path:
     """A tiny file whose one page is ``points`` wide and high (14400 pt = 5.08 m)."""
     return write_pdf(path, [((points, points), [text_stream(normal_lines(), top=points - 72)])])
@@ -67,8 +74,10 @@ def long_line(path: Path, chars: int = 10_000_000, streams: int = 1, compress: b
     written in ``streams`` content streams (each showing less when there are more)."""
     piece = (WORDS * (30_000 // len(WORDS) + 1))[:30_000]
     shows = max(1, chars // len(piece))
-    parts = [b"BT /F1 1 Tf 10 %d Td\n" % (400 - n) + b"\n".join([b"(" + piece + b") Tj"] * (shows // streams))
-             + b"\nET" for n in range(streams)]
+    parts = [
+        b"BT /F1 1 Tf 10 %d Td\n" % (400 - n) + b"\n".join([b"(" + piece + b") Tj"] * (shows // streams)) + b"\nET"
+        for n in range(streams)
+    ]
     return write_pdf(path, [((612, 792), [text_stream(normal_lines(5)), *parts])], compress=compress)
 
 
@@ -78,23 +87,32 @@ def compression_bomb(path: Path, inflated_mb: int = 1024) -> Path:
     packer = zlib.compressobj(9)
     packed = b"".join(packer.compress(blank) for _ in range(inflated_mb)) + packer.flush()
     text = zlib.compress(text_stream(normal_lines()), 9)
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [6 0 R] /Count 1 >>", FONT,
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(text) + text + b"\nendstream",
-               b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream",
-               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >>"
-               b" /Contents [4 0 R 5 0 R] >>"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [6 0 R] /Count 1 >>",
+        FONT,
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(text) + text + b"\nendstream",
+        b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >>"
+        b" /Contents [4 0 R 5 0 R] >>",
+    ]
     return _write(path, objects, b"")
 
 
 def page_cycle(path: Path) -> Path:
     """Two good pages and a page-tree node listing itself among its kids (a cycle): /Count says 3."""
-    objects: list[bytes] = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [5 0 R 8 0 R] /Count 3 >>",
-                            FONT]
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R 8 0 R] /Count 3 >>",
+        FONT,
+    ]
     for number in (1, 2):  # objects 4-5 and 6-7: a content stream and its page
         packed = zlib.compress(text_stream([b"Page %d: " % number + WORDS] + normal_lines(10)), 9)
         objects.append(b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(packed) + packed + b"\nendstream")
-        objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >>"
-                       b" /Contents %d 0 R >>" % len(objects))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >>"
+            b" /Contents %d 0 R >>" % len(objects)
+        )
     objects.append(b"<< /Type /Pages /Parent 2 0 R /Kids [8 0 R 7 0 R] /Count 2 >>")
     return _write(path, objects, b"")
 
@@ -102,13 +120,15 @@ def page_cycle(path: Path) -> Path:
 def trailing_junk(path: Path, junk_bytes: int = 20_000, seed: Optional[bytes] = None) -> Path:
     """A good PDF followed by bytes that are not PDF (as some mail gateways and uploaders append)."""
     junk = (seed or os.urandom(32)) * (junk_bytes // 32 + 1)
-    return write_pdf(path, [((612, 792), [text_stream(normal_lines())])], tail=junk[:junk_bytes].replace(b"%%EOF", b"xxxxx"))
+    return write_pdf(
+        path, [((612, 792), [text_stream(normal_lines())])], tail=junk[:junk_bytes].replace(b"%%EOF", b"xxxxx")
+    )
 
 
 def long_text_object(path: Path, chars: int = 40_000) -> tuple[Path, bytes]:
     """One text-showing string of ``chars`` characters (pdfium keeps only the first 32,767); returns the
     file and the string's last word, which a silent cut loses."""
-    body = (WORDS * (chars // len(WORDS) + 1))[:chars - 12] + b" endmarkerzz"
+    body = (WORDS * (chars // len(WORDS) + 1))[: chars - 12] + b" endmarkerzz"
     stream = b"BT /F1 1 Tf 10 400 Td (" + body + b") Tj ET"
     return write_pdf(path, [((612, 792), [text_stream(normal_lines(5)), stream])]), b"endmarkerzz"
 
@@ -118,11 +138,16 @@ def scanned_poster(path: Path, mm: float = 1900) -> Path:
     rendering it at the OCR resolution would take ~0.5 GB of pixels."""
     side = mm / 25.4 * 72
     image = b"\xff\x00\x00\xff"
-    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
-               b"<< /Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8"
-               b" /Length %d >>\nstream\n" % len(image) + image + b"\nendstream"]
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [5 0 R] /Count 1 >>",
+        b"<< /Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8"
+        b" /Length %d >>\nstream\n" % len(image) + image + b"\nendstream",
+    ]
     content = b"q %g 0 0 %g 0 0 cm /Im1 Do Q" % (side, side)
     objects.append(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
-    objects.append(b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /XObject << /Im1 3 0 R >> >>"
-                   b" /Contents 4 0 R >>" % (side, side))
+    objects.append(
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 %g %g] /Resources << /XObject << /Im1 3 0 R >> >>"
+        b" /Contents 4 0 R >>" % (side, side)
+    )
     return _write(path, objects, b"")

@@ -104,8 +104,13 @@ def fix_astral_to_unicode(path: Path) -> Path:
     return path
 
 
-def write_placed_lines_pdf(path: Path, pages: Sequence[Sequence[tuple[float, str, float]]],
-                           font: str = DEJAVU, width: float = 420, height: float = 595) -> Path:
+def write_placed_lines_pdf(
+    path: Path,
+    pages: Sequence[Sequence[tuple[float, str, float]]],
+    font: str = DEJAVU,
+    width: float = 420,
+    height: float = 595,
+) -> Path:
     """Pages of lines (x, text, font size), each line 1.4 sizes below the previous; x < 0 centres it."""
     from reportlab.pdfgen.canvas import Canvas
 
@@ -142,8 +147,16 @@ def write_drawn_chart_pdf(path: Path, paragraphs: Sequence[str]) -> str:
     def columns(top: float, bottom: float) -> None:
         column_width = (width - 108 - 18) / 2
         for i in range(2):
-            frame = Frame(54 + i * (column_width + 18), bottom, column_width, top - bottom, leftPadding=0,
-                          rightPadding=0, topPadding=0, bottomPadding=0)
+            frame = Frame(
+                54 + i * (column_width + 18),
+                bottom,
+                column_width,
+                top - bottom,
+                leftPadding=0,
+                rightPadding=0,
+                topPadding=0,
+                bottomPadding=0,
+            )
             while story and frame.add(Paragraph(story[0], body), canvas):
                 truth.append(story.pop(0))
 

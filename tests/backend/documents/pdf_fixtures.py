@@ -30,22 +30,29 @@ def write_encrypted_pdf(path: Path, user_password: bytes = b"secret", owner_pass
     permissions = -4
     owner_key = hashlib.md5((owner_password + _PAD)[:32]).digest()[:5]
     o_value = _rc4(owner_key, (user_password + _PAD)[:32])
-    key = hashlib.md5((user_password + _PAD)[:32] + o_value + permissions.to_bytes(4, "little", signed=True)
-                      + file_id).digest()[:5]
+    key = hashlib.md5(
+        (user_password + _PAD)[:32] + o_value + permissions.to_bytes(4, "little", signed=True) + file_id
+    ).digest()[:5]
     u_value = _rc4(key, _PAD)
     objects = [
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
         b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
-        b"<< /Filter /Standard /V 1 /R 2 /O <" + o_value.hex().encode() + b"> /U <" + u_value.hex().encode()
-        + b"> /P " + str(permissions).encode() + b" >>",
+        b"<< /Filter /Standard /V 1 /R 2 /O <"
+        + o_value.hex().encode()
+        + b"> /U <"
+        + u_value.hex().encode()
+        + b"> /P "
+        + str(permissions).encode()
+        + b" >>",
     ]
     trailer = b"/Encrypt 4 0 R /ID [<%s> <%s>]" % (file_id.hex().encode(), file_id.hex().encode())
     return write_objects(path, objects, trailer=trailer, version=b"1.4")
 
 
-def write_objects(path: Path, objects: list[bytes], trailer: bytes = b"", tail: bytes = b"",
-                  version: bytes = b"1.7") -> Path:
+def write_objects(
+    path: Path, objects: list[bytes], trailer: bytes = b"", tail: bytes = b"", version: bytes = b"1.7"
+) -> Path:
     """A PDF of the given object bodies (object 1 is the catalog) with a correct cross-reference table;
     ``trailer`` adds entries to the trailer, ``tail`` comes after ``%%EOF``."""
     out = bytearray(b"%PDF-" + version + b"\n")
@@ -113,8 +120,7 @@ def write_math_italic_pdf(path: Path, text: str) -> Path:
         head = match.group(1).replace(b"/Length %d" % len(match.group(2)), b"/Length %d" % len(body))
         return head + b"stream\n" + body + b"endstream"
 
-    data = re.sub(rb"(<<[^>]*?/Length \d+[^>]*>>\s*)stream\n(.*?)endstream", fix_stream, path.read_bytes(),
-                  flags=re.S)
+    data = re.sub(rb"(<<[^>]*?/Length \d+[^>]*>>\s*)stream\n(.*?)endstream", fix_stream, path.read_bytes(), flags=re.S)
     path.write_bytes(_with_fresh_xref(data))
     return path
 
@@ -123,10 +129,10 @@ def _with_fresh_xref(data: bytes) -> bytes:
     """The same PDF with its xref table (and startxref) pointing at where the objects now are."""
     import re
 
-    body = data[:data.rindex(b"\nxref\n") + 1]
+    body = data[: data.rindex(b"\nxref\n") + 1]
     offsets = {int(m.group(1)): m.start(1) for m in re.finditer(rb"(?m)^(\d+) 0 obj", body)}
     count = max(offsets) + 1
     table = [b"xref\n0 %d\n" % count, b"0000000000 65535 f \n"]
     table += [b"%010d 00000 n \n" % offsets.get(number, 0) for number in range(1, count)]
-    trailer = data[data.index(b"trailer", len(body)):data.index(b"startxref", len(body))]
+    trailer = data[data.index(b"trailer", len(body)) : data.index(b"startxref", len(body))]
     return body + b"".join(table) + trailer + b"startxref\n%d\n%%%%EOF\n" % len(body)

@@ -8,15 +8,19 @@ from backend.documents.chunking import chunk_pages
 from backend.documents.pdf import parse_pdf
 from tests.backend.documents.layout_fixtures import DEJAVU_MONO, write_placed_lines_pdf
 
-BODY = ["The objective adds a penalty to the distance of each sample",
-        "to its centre, and the penalty keeps the model parameters",
-        "small. The bound below follows from the triangle equality."]
+BODY = [
+    "The objective adds a penalty to the distance of each sample",
+    "to its centre, and the penalty keeps the model parameters",
+    "small. The bound below follows from the triangle equality.",
+]
 
 
 def test_display_equation_is_one_unit_in_one_chunk(tmp_path, settings):
-    lines = [(40, t, 9) for t in BODY] + [
-        (-1, "E(θ) = ∑ ‖x − μ‖² + λ · R(θ)", 9),
-        (-1, "≤ ∑ ‖x‖² + λ · ‖θ‖². (3)", 9)] + [(40, t, 9) for t in BODY * 3]
+    lines = (
+        [(40, t, 9) for t in BODY]
+        + [(-1, "E(θ) = ∑ ‖x − μ‖² + λ · R(θ)", 9), (-1, "≤ ∑ ‖x‖² + λ · ‖θ‖². (3)", 9)]
+        + [(40, t, 9) for t in BODY * 3]
+    )
     path = write_placed_lines_pdf(tmp_path / "equation.pdf", [lines], DEJAVU_MONO, width=400)
     pages = [p.to_page_text() for p in parse_pdf(path, settings)]
     paragraphs = pages[0].text.split("\n\n")
@@ -30,9 +34,14 @@ def test_display_equation_is_one_unit_in_one_chunk(tmp_path, settings):
 
 def test_bibliography_chunks_are_marked_as_references(tmp_path, settings):
     body = [(40, "1 Introduction", 14)] + [(40, t, 9) for t in BODY * 6]
-    references = [(40, t, 9) for t in BODY * 2] + [(40, "References", 14)] + [
-        (40, f"[{i}] A. Author and B. Writer. A study of topic {i}. Journal {i}, 20{10 + i}.", 8)
-        for i in range(1, 9)]
+    references = (
+        [(40, t, 9) for t in BODY * 2]
+        + [(40, "References", 14)]
+        + [
+            (40, f"[{i}] A. Author and B. Writer. A study of topic {i}. Journal {i}, 20{10 + i}.", 8)
+            for i in range(1, 9)
+        ]
+    )
     path = write_placed_lines_pdf(tmp_path / "paper.pdf", [body, references], DEJAVU_MONO, width=400)
     chunks = chunk_pages([p.to_page_text() for p in parse_pdf(path, settings)], size=300, overlap=60)
     marked = [c for c in chunks if c.kind == "references"]
@@ -45,12 +54,30 @@ def test_bibliography_chunks_are_marked_as_references(tmp_path, settings):
 
 def test_chinese_bibliography_heading_and_numbered_entries_without_a_heading():
     from backend.types import PageText
-    zh = chunk_pages([PageText(1, "正文第一段，讲方法。\n\n参考文献\n\n[1] 张三. 一种方法[J]. 学报, 2019.\n\n"
-                                 "[2] 李四. 另一种方法[J]. 学报, 2020.")], size=60, overlap=10)
+
+    zh = chunk_pages(
+        [
+            PageText(
+                1,
+                "正文第一段，讲方法。\n\n参考文献\n\n[1] 张三. 一种方法[J]. 学报, 2019.\n\n"
+                "[2] 李四. 另一种方法[J]. 学报, 2020.",
+            )
+        ],
+        size=60,
+        overlap=10,
+    )
     assert [c.kind for c in zh] == ["text", "references"]
-    plain = chunk_pages([PageText(1, "Body text about the method, long enough to be a chunk of its own.\n\n"
-                                    + "\n\n".join(f"{i}. Some Author. Title {i}. Venue, 199{i}." for i in range(1, 5)))],
-                        size=80, overlap=10)
+    plain = chunk_pages(
+        [
+            PageText(
+                1,
+                "Body text about the method, long enough to be a chunk of its own.\n\n"
+                + "\n\n".join(f"{i}. Some Author. Title {i}. Venue, 199{i}." for i in range(1, 5)),
+            )
+        ],
+        size=80,
+        overlap=10,
+    )
     assert plain[0].kind == "text" and plain[-1].kind == "references"
 
 

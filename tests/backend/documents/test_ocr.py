@@ -73,8 +73,13 @@ def test_ocr_engine_is_created_once(settings):
 
 
 def test_boxes_become_rows_and_paragraphs():
-    boxes = [OCRBox("World", 120, 10, 200, 30), OCRBox("Hello", 10, 12, 100, 31), OCRBox("你好", 10, 40, 60, 60),
-             OCRBox("世界", 70, 41, 120, 60), OCRBox("Next paragraph", 10, 110, 200, 130)]
+    boxes = [
+        OCRBox("World", 120, 10, 200, 30),
+        OCRBox("Hello", 10, 12, 100, 31),
+        OCRBox("你好", 10, 40, 60, 60),
+        OCRBox("世界", 70, 41, 120, 60),
+        OCRBox("Next paragraph", 10, 110, 200, 130),
+    ]
     assert boxes_to_text(boxes) == "Hello World\n你好世界\n\nNext paragraph"
 
 
@@ -93,7 +98,11 @@ def _layout_parsing_answer(width: int, height: int, with_markdown: bool) -> dict
     divs, a formula block as $$<LaTeX>$$, pictures as <img> links to files sent alongside)."""
     blocks = [
         {"block_label": "doc_title", "block_content": "能级公式", "block_bbox": [60, 40, 300, 80]},
-        {"block_label": "text", "block_content": "求解定态薛定谔方程得到能级 $E_{n}$，即", "block_bbox": [60, 100, 700, 130]},
+        {
+            "block_label": "text",
+            "block_content": "求解定态薛定谔方程得到能级 $E_{n}$，即",
+            "block_bbox": [60, 100, 700, 130],
+        },
         {"block_label": "formula", "block_content": _LATEX, "block_bbox": [200, 150, 600, 200]},
         {"block_label": "formula_number", "block_content": "(2)", "block_bbox": [700, 160, 730, 190]},
         {"block_label": "image", "block_content": "", "block_bbox": [60, 220, 400, 500]},
@@ -102,19 +111,39 @@ def _layout_parsing_answer(width: int, height: int, with_markdown: bool) -> dict
     ]
     for order, block in enumerate(blocks, 1):
         block.update(block_id=order - 1, block_order=order if block["block_label"] != "number" else None)
-    markdown = ("# 能级公式\n\n<div style=\"text-align: center;\">求解定态薛定谔方程得到能级 $E_{n}$，即</div>\n\n"
-                f"$${_LATEX}$$\n\n<div style=\"text-align: center;\"><img src=\"imgs/img_in_image_box_60_220_400_500.jpg\" "
-                "alt=\"Image\" width=\"42%\" /></div>\n\n基态能量不为零。")
-    page = {"prunedResult": {"width": width, "height": height,
-                             "model_settings": {"use_doc_preprocessor": False, "use_formula_recognition": True,
-                                                "use_table_recognition": True, "use_seal_recognition": False},
-                             "parsing_res_list": blocks},
-            "outputImages": None, "inputImage": None}
+    markdown = (
+        '# 能级公式\n\n<div style="text-align: center;">求解定态薛定谔方程得到能级 $E_{n}$，即</div>\n\n'
+        f'$${_LATEX}$$\n\n<div style="text-align: center;"><img src="imgs/img_in_image_box_60_220_400_500.jpg" '
+        'alt="Image" width="42%" /></div>\n\n基态能量不为零。'
+    )
+    page = {
+        "prunedResult": {
+            "width": width,
+            "height": height,
+            "model_settings": {
+                "use_doc_preprocessor": False,
+                "use_formula_recognition": True,
+                "use_table_recognition": True,
+                "use_seal_recognition": False,
+            },
+            "parsing_res_list": blocks,
+        },
+        "outputImages": None,
+        "inputImage": None,
+    }
     if with_markdown:
-        page["markdown"] = {"text": markdown, "images": {"imgs/img_in_image_box_60_220_400_500.jpg": "aGk="},
-                            "isStart": True, "isEnd": True}
-    return {"logId": "5b7c0e6f", "errorCode": 0, "errorMsg": "Success",
-            "result": {"layoutParsingResults": [page], "dataInfo": {"type": "image", "width": width, "height": height}}}
+        page["markdown"] = {
+            "text": markdown,
+            "images": {"imgs/img_in_image_box_60_220_400_500.jpg": "aGk="},
+            "isStart": True,
+            "isEnd": True,
+        }
+    return {
+        "logId": "5b7c0e6f",
+        "errorCode": 0,
+        "errorMsg": "Success",
+        "result": {"layoutParsingResults": [page], "dataInfo": {"type": "image", "width": width, "height": height}},
+    }
 
 
 class _LayoutParsingHandler(BaseHTTPRequestHandler):
@@ -155,8 +184,9 @@ def layout_server():
 
 
 def test_ppstructure_api_engine(layout_server, tmp_path):
-    settings = make_settings(tmp_path, DOCLENS_OCR_ENGINE="ppstructure_api", DOCLENS_OCR_API_URL=layout_server,
-                             DOCLENS_OCR_API_TOKEN="abc")
+    settings = make_settings(
+        tmp_path, DOCLENS_OCR_ENGINE="ppstructure_api", DOCLENS_OCR_API_URL=layout_server, DOCLENS_OCR_API_TOKEN="abc"
+    )
     engine = get_ocr_engine(settings)
     image = Image.new("RGB", (40, 20), "white")
     text = engine.recognize(image)
@@ -174,8 +204,9 @@ def test_ppstructure_api_blocks_without_markdown(layout_server):
     pictures and page numbers left out."""
     _LayoutParsingHandler.with_markdown = False
     text = PPStructureAPIEngine(layout_server, token="abc").recognize(Image.new("RGB", (40, 20), "white"))
-    assert text == (f"能级公式\n\n求解定态薛定谔方程得到能级 $E_{{n}}$，即\n\n$$ {_LATEX} \\tag{{2}} $$\n\n"
-                    "基态能量不为零。")
+    assert text == (
+        f"能级公式\n\n求解定态薛定谔方程得到能级 $E_{{n}}$，即\n\n$$ {_LATEX} \\tag{{2}} $$\n\n基态能量不为零。"
+    )
 
 
 def test_ppstructure_formula_stays_one_chunk_unit(layout_server, tmp_path):
@@ -184,8 +215,9 @@ def test_ppstructure_formula_stays_one_chunk_unit(layout_server, tmp_path):
 
     scan = tmp_path / "scan.pdf"
     Image.new("RGB", (1240, 1754), "white").save(scan, "PDF", resolution=150.0)
-    settings = make_settings(tmp_path, DOCLENS_OCR_ENGINE="ppstructure_api", DOCLENS_OCR_API_URL=layout_server,
-                             DOCLENS_OCR_API_TOKEN="abc")
+    settings = make_settings(
+        tmp_path, DOCLENS_OCR_ENGINE="ppstructure_api", DOCLENS_OCR_API_URL=layout_server, DOCLENS_OCR_API_TOKEN="abc"
+    )
     pages = parse_pdf(scan, settings)
     assert pages[0].ocr and f"$$ {_LATEX} $$" in pages[0].text
     chunks = chunk_pages([p.to_page_text() for p in pages], size=40, overlap=0)

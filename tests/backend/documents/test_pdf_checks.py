@@ -11,8 +11,14 @@ from tests.backend.documents.pdf_fixtures import write_bad_inputs
 from tests.conftest import SAMPLES, make_settings
 
 GOOD = SAMPLES / "layout" / "native_zh_en_20p.pdf"
-REASONS = {"empty": "empty", "text": "not a PDF", "png": "PNG", "docx": "ZIP", "truncated": "truncated",
-           "encrypted": "password"}
+REASONS = {
+    "empty": "empty",
+    "text": "not a PDF",
+    "png": "PNG",
+    "docx": "ZIP",
+    "truncated": "truncated",
+    "encrypted": "password",
+}
 
 
 @pytest.fixture(scope="module")

@@ -26,8 +26,9 @@ def test_figures_bleeding_past_the_crop_box_are_clamped_or_skipped(tmp_path, set
     with caplog.at_level(logging.DEBUG):
         page = parse_pdf(path, settings)[0]
     assert "bleed past the visible page box" in page.text
-    colours = sorted((round(_share(f.image, (255, 0, 0)), 1), round(_share(f.image, (0, 0, 255)), 1))
-                     for f in page.figures)
+    colours = sorted(
+        (round(_share(f.image, (255, 0, 0)), 1), round(_share(f.image, (0, 0, 255)), 1)) for f in page.figures
+    )
     assert colours == [(0.0, 1.0), (1.0, 0.0)]  # the red one cut at the CropBox, the blue one whole
     red = next(f for f in page.figures if _share(f.image, (255, 0, 0)) > 0.9)
     assert red.box[2] <= 576 + 0.5  # clamped to the CropBox
@@ -52,12 +53,18 @@ def test_math_letters_in_surrogate_pairs_read_as_plain_letters(tmp_path, setting
 
 def test_wrapped_lines_are_joined_with_a_space_and_hyphens_removed(tmp_path, settings):
     # arXiv 1609.09000 read "encodingthe presence"; a monospaced font makes every full line end at the margin
-    lines = ["For each graph its feature vector has binary", "entries encoding the presence of the sub-",
-             "structure graph and each line ends in encod-", "ing and then this paragraph ends."]
+    lines = [
+        "For each graph its feature vector has binary",
+        "entries encoding the presence of the sub-",
+        "structure graph and each line ends in encod-",
+        "ing and then this paragraph ends.",
+    ]
     path = write_lines_pdf(tmp_path / "wrap.pdf", lines, DEJAVU_MONO)
     text = parse_pdf(path, settings)[0].text
-    assert text == ("For each graph its feature vector has binary entries encoding the presence of the "
-                    "substructure graph and each line ends in encoding and then this paragraph ends.")
+    assert text == (
+        "For each graph its feature vector has binary entries encoding the presence of the "
+        "substructure graph and each line ends in encoding and then this paragraph ends."
+    )
 
 
 def test_preview_frames_the_text_on_a_page_whose_media_box_is_offset(tmp_path):
@@ -67,8 +74,12 @@ def test_preview_frames_the_text_on_a_page_whose_media_box_is_offset(tmp_path):
 
     path = write_offset_mediabox_pdf(tmp_path / "offset.pdf")
     image = Image.open(render_page(path, 1, "does not start at the origin", tmp_path / "previews")).convert("RGB")
-    framed = [(x, y) for y in range(image.height) for x in range(0, image.width, 2)
-              if max(abs(a - b) for a, b in zip(image.getpixel((x, y)), FRAME_COLOUR)) < 30]
+    framed = [
+        (x, y)
+        for y in range(image.height)
+        for x in range(0, image.width, 2)
+        if max(abs(a - b) for a, b in zip(image.getpixel((x, y)), FRAME_COLOUR)) < 30
+    ]
     assert framed
     top = min(y for _, y in framed) / PREVIEW_SCALE
     left = min(x for x, _ in framed) / PREVIEW_SCALE

@@ -36,8 +36,11 @@ def test_render_resolution_is_lowered_to_max_render_mpx_and_refused_below_72_dpi
     lowered = render_dpi(*a0, 200, limits, "a0")
     assert MIN_RENDER_DPI <= lowered < 200
     assert (a0[0] * lowered / 72) * (a0[1] * lowered / 72) <= 40e6 * 1.001
-    with pytest.raises(DocumentError, match=r"^x.pdf: page 1 needs 8 megapixels at 72 dpi: more than "
-                                            r"ingest.max_render_mpx \(5\)$"):
+    with pytest.raises(
+        DocumentError,
+        match=r"^x.pdf: page 1 needs 8 megapixels at 72 dpi: more than "
+        r"ingest.max_render_mpx \(5\)$",
+    ):
         render_dpi(*a0, 200, IngestSettings(max_render_mpx=5), "x.pdf: page 1")
 
 
@@ -46,23 +49,31 @@ def test_one_content_stream_showing_too_many_characters_is_refused_unread(tmp_pa
         path = hostile_pdfs.long_line(tmp_path / "line.pdf", 400_000, compress=compress)
         with pytest.raises(DocumentError) as caught:
             inspect_pdf(path, settings)
-        assert str(caught.value) == ("line.pdf: one content stream shows more than 200,000 characters: "
-                                     "more than ingest.max_page_chars allows on a page")
+        assert str(caught.value) == (
+            "line.pdf: one content stream shows more than 200,000 characters: "
+            "more than ingest.max_page_chars allows on a page"
+        )
 
 
 def test_a_page_with_too_many_characters_over_several_streams_is_refused(tmp_path, settings):
     path = hostile_pdfs.long_line(tmp_path / "split.pdf", 300_000, streams=3)  # 100,000 per stream
     assert inspect_pdf(path, settings) == 1
-    with pytest.raises(DocumentError, match=r"^split.pdf: page 1 has 2\d\d,\d{3} characters: "
-                                            r"more than ingest.max_page_chars \(200,000\)$"):
+    with pytest.raises(
+        DocumentError,
+        match=r"^split.pdf: page 1 has 2\d\d,\d{3} characters: "
+        r"more than ingest.max_page_chars \(200,000\)$",
+    ):
         parse_pdf(path, settings)
 
 
 def test_a_compression_bomb_is_refused_while_unpacking(tmp_path):
     path = hostile_pdfs.compression_bomb(tmp_path / "bomb.pdf", 64)
     assert path.stat().st_size < 200_000
-    with pytest.raises(DocumentError, match=r"^bomb.pdf: a compressed stream \(at byte [\d,]+\) unpacks to more "
-                                            r"than 16 MB: larger than ingest.max_stream_mb$"):
+    with pytest.raises(
+        DocumentError,
+        match=r"^bomb.pdf: a compressed stream \(at byte [\d,]+\) unpacks to more "
+        r"than 16 MB: larger than ingest.max_stream_mb$",
+    ):
         inspect_pdf(path, make_settings(tmp_path, DOCLENS_INGEST_MAX_STREAM_MB="16"))
     text = " ".join(p.text for p in parse_pdf(path, make_settings(tmp_path, DOCLENS_INGEST_MAX_STREAM_MB="100")))
     assert "basalt granite" in text  # under the limit the text is read

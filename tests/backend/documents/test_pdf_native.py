@@ -126,8 +126,10 @@ def test_bench_running_header_removed_and_lines_joined(settings):
     assert "the champion of the National Football League" in english[0].text
 
 
-@pytest.mark.parametrize("name, figure_pages", [("商业分析示例文档.pdf", [2]), ("物理公式示例文档.pdf", [2]),
-                                                 ("计算机科学示例文档.pdf", [1])])
+@pytest.mark.parametrize(
+    "name, figure_pages",
+    [("商业分析示例文档.pdf", [2]), ("物理公式示例文档.pdf", [2]), ("计算机科学示例文档.pdf", [1])],
+)
 def test_sample_figures_on_the_right_pages(settings, name, figure_pages):
     pages = parse_pdf(SAMPLES / name, settings)
     assert [p.page for p in pages if p.figures] == figure_pages
@@ -140,8 +142,9 @@ def test_sample_figures_on_the_right_pages(settings, name, figure_pages):
 def test_sample_table_rows_are_markdown(settings):
     pages = parse_pdf(SAMPLES / "商业分析示例文档.pdf", settings)
     assert "| 北美 (NA) | 120.5 | 135.2 | 148.0 | +9.5% |" in pages[0].text
-    assert pages[0].text.index("区域销售业绩表") < pages[0].text.index("| 北美 (NA)") < \
-        pages[0].text.index("市场份额趋势")
+    assert (
+        pages[0].text.index("区域销售业绩表") < pages[0].text.index("| 北美 (NA)") < pages[0].text.index("市场份额趋势")
+    )
 
 
 def test_a_title_line_naming_a_figure_is_its_caption_when_no_figure_number_exists(settings):

@@ -26,8 +26,7 @@ def test_previews_render_while_a_file_is_parsed(tmp_path: Path) -> None:
     parser.start()
     previews = []
     while parser.is_alive() or not previews:
-        previews.append(render_page(PREVIEWED, len(previews) % 2 + 1, f"probe {len(previews)}",
-                                    tmp_path / "previews"))
+        previews.append(render_page(PREVIEWED, len(previews) % 2 + 1, f"probe {len(previews)}", tmp_path / "previews"))
     parser.join()
     assert [(p.page, p.text) for p in parsed] == expected
     assert all(p.is_file() and p.stat().st_size > 1000 for p in previews)

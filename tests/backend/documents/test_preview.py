@@ -15,17 +15,27 @@ from backend.service import DocLens
 from tests.conftest import make_settings
 from tests.support.text_pdf import write_scanned_pdf
 
-FIRST = ("Harbour tides were measured every morning by the keeper of the northern lighthouse, who wrote "
-         "each reading into a ledger bound in green leather.")
-CITED = ("Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers planted "
-         "barley instead of wheat on the eastern terraces.")
+FIRST = (
+    "Harbour tides were measured every morning by the keeper of the northern lighthouse, who wrote "
+    "each reading into a ledger bound in green leather."
+)
+CITED = (
+    "Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers planted "
+    "barley instead of wheat on the eastern terraces."
+)
 LAST = "Unrelated closing remarks about the weather station and its brass instruments stay unframed."
 
 
 def framed_rows(path) -> list[int]:
     image = Image.open(path).convert("RGB")
-    return sorted({y for y in range(image.height) for x in range(0, image.width, 3)
-                   if max(abs(a - b) for a, b in zip(image.getpixel((x, y)), FRAME_COLOUR)) < 30})
+    return sorted(
+        {
+            y
+            for y in range(image.height)
+            for x in range(0, image.width, 3)
+            if max(abs(a - b) for a, b in zip(image.getpixel((x, y)), FRAME_COLOUR)) < 30
+        }
+    )
 
 
 @pytest.mark.slow
@@ -37,9 +47,14 @@ def test_a_cited_passage_on_a_scanned_page_is_framed_where_its_text_is(tmp_path)
         assert result.status == "indexed" and result.ocr_pages == 1
         source = service.search("scans", "rainfall reservoir barley terraces", top=1).sources[0]
         assert "reservoir" in source.text
-        cited = service.page_image("scans", "scan.pdf", 1, "Quarterly rainfall in the valley doubled after "
-                                   "the new reservoir opened, and the farmers planted barley instead of wheat "
-                                   "on the eastern terraces.")
+        cited = service.page_image(
+            "scans",
+            "scan.pdf",
+            1,
+            "Quarterly rainfall in the valley doubled after "
+            "the new reservoir opened, and the farmers planted barley instead of wheat "
+            "on the eastern terraces.",
+        )
         rows = framed_rows(cited)
         again = service.page_image("scans", "scan.pdf", 1, source.text)  # the indexed chunk itself
         assert framed_rows(again)
@@ -51,8 +66,12 @@ def test_a_cited_passage_on_a_scanned_page_is_framed_where_its_text_is(tmp_path)
 
 
 def test_passage_lines_keep_lines_of_the_passage_and_skip_short_marks():
-    lines = [("Quarterly rainfall in the valley", (0, 0, 10, 10)), ("doub1ed after the new reservoir", (0, 20, 10, 30)),
-             ("Something else entirely here", (0, 40, 10, 50)), ("3", (0, 60, 10, 70))]
+    lines = [
+        ("Quarterly rainfall in the valley", (0, 0, 10, 10)),
+        ("doub1ed after the new reservoir", (0, 20, 10, 30)),
+        ("Something else entirely here", (0, 40, 10, 50)),
+        ("3", (0, 60, 10, 70)),
+    ]
     passage = "Quarterly rainfall in the valley doubled after the new reservoir opened. 3"
     assert passage_lines(lines, passage) == [(0, 0, 10, 10), (0, 20, 10, 30)]
 

@@ -7,16 +7,21 @@ from backend.documents.pdf import parse_pdf
 from backend.layout_bench import LAYOUTS, normalise, write_bench_pdf
 from tests.conftest import BENCH, SHARED
 
-WORDS = ("graph cluster sample feature vector support model column reader order page figure table "
-         "caption method result dataset measure signal energy matrix kernel").split()
+WORDS = (
+    "graph cluster sample feature vector support model column reader order page figure table "
+    "caption method result dataset measure signal energy matrix kernel"
+).split()
 
 
 def _paragraphs(count: int) -> list[str]:
     """Distinct sentences, so that any jump between columns shows in the text."""
     out = []
     for p in range(count):
-        sentences = [f"Paragraph {p} sentence {s} is about the {WORDS[(p * 7 + s) % len(WORDS)]} and the "
-                     f"{WORDS[(p * 3 + s * 5) % len(WORDS)]} of item {p * 10 + s}." for s in range(5)]
+        sentences = [
+            f"Paragraph {p} sentence {s} is about the {WORDS[(p * 7 + s) % len(WORDS)]} and the "
+            f"{WORDS[(p * 3 + s * 5) % len(WORDS)]} of item {p * 10 + s}."
+            for s in range(5)
+        ]
         out.append(" ".join(sentences))
     return out
 
@@ -36,15 +41,22 @@ def test_latex_two_column_sample_reads_down_each_column(settings):
     # py-pdf sample-files 026: pdfium runs wrapped lines together and the old row sort interleaved columns
     page = parse_pdf(SHARED / "real" / "pypdf-samples" / "026-latex-multicolumn_multicolumn.pdf", settings)[0]
     text = normalise(page.text)
-    assert text.startswith("Two-Column Document with Lorem Ipsum Your Name January 3, 2024 Abstract This is a "
-                           "sample document with two columns filled with Lorem Ipsum text. Lorem ipsum dolor sit "
-                           "amet, consectetuer adipiscing elit. Ut purus elit, vestibulum ut, placerat ac,")
+    assert text.startswith(
+        "Two-Column Document with Lorem Ipsum Your Name January 3, 2024 Abstract This is a "
+        "sample document with two columns filled with Lorem Ipsum text. Lorem ipsum dolor sit "
+        "amet, consectetuer adipiscing elit. Ut purus elit, vestibulum ut, placerat ac,"
+    )
     left_end = text.index("Pellentesque cursus luctus mauris.")
     assert left_end < text.index("Nulla malesuada porttitor diam.")
 
 
 def test_arxiv_two_column_page_is_not_read_across(settings):
-    paper = BENCH / "arxiv-dev" / "docs" / "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf"
+    paper = (
+        BENCH
+        / "arxiv-dev"
+        / "docs"
+        / "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf"
+    )
     text = normalise(parse_pdf(paper, settings)[1].text)
     assert "feature vectors that contain one feature for each subgraph that is found" in text
     assert "binary entries encoding the presence of the associated substructure" in text
@@ -60,10 +72,12 @@ def test_ocr_boxes_of_two_columns_are_read_column_by_column():
     boxes.append(OCRBox("A footnote as wide as the page, under both columns of text", 50, 300, 950, 330))
     text = boxes_to_text(boxes)
     lines = [ln for ln in text.split("\n") if ln]
-    assert lines == (["A title across both columns of the scan"]
-                     + [f"left column line {r} with enough words to fill it" for r in range(4)]
-                     + [f"right column line {r} with enough words to fill it" for r in range(4)]
-                     + ["A footnote as wide as the page, under both columns of text"])
+    assert lines == (
+        ["A title across both columns of the scan"]
+        + [f"left column line {r} with enough words to fill it" for r in range(4)]
+        + [f"right column line {r} with enough words to fill it" for r in range(4)]
+        + ["A footnote as wide as the page, under both columns of text"]
+    )
 
 
 def test_layout_regions_place_figure_labels_drop_headers_and_keep_equations_on_a_scan():
@@ -77,17 +91,28 @@ def test_layout_regions_place_figure_labels_drop_headers_and_keep_equations_on_a
             out.append(OCRBox(f"right text {top} {row} long enough to be a column", 520, y, 950, y + 30))
         return out
 
-    boxes = ([OCRBox("Journal of Tests 2024", 50, 10, 400, 40)] + column_rows(100)
-             + [OCRBox("axis", 60, 300, 120, 320), OCRBox("legend", 800, 300, 900, 320),
-                OCRBox("E = m c2", 400, 420, 600, 450), OCRBox("(1)", 900, 420, 950, 450)]
-             + column_rows(500))
-    regions = [Region("header", (40, 5, 410, 45), 0.9), Region("figure", (50, 280, 950, 400), 0.9),
-               Region("equation", (380, 410, 960, 460), 0.8)]
+    boxes = (
+        [OCRBox("Journal of Tests 2024", 50, 10, 400, 40)]
+        + column_rows(100)
+        + [
+            OCRBox("axis", 60, 300, 120, 320),
+            OCRBox("legend", 800, 300, 900, 320),
+            OCRBox("E = m c2", 400, 420, 600, 450),
+            OCRBox("(1)", 900, 420, 950, 450),
+        ]
+        + column_rows(500)
+    )
+    regions = [
+        Region("header", (40, 5, 410, 45), 0.9),
+        Region("figure", (50, 280, 950, 400), 0.9),
+        Region("equation", (380, 410, 960, 460), 0.8),
+    ]
     paragraphs = [p.replace("\n", " ") for p in boxes_to_text(boxes, regions, 1400).split("\n\n")]
     assert "Journal of Tests" not in " ".join(paragraphs)
     assert paragraphs.index("axis legend") > paragraphs.index(
         "right text 100 0 long enough to be a column right text 100 1 long enough to be a column "
-        "right text 100 2 long enough to be a column")
+        "right text 100 2 long enough to be a column"
+    )
     assert "E = m c2 (1)" in paragraphs
     assert paragraphs[-1].startswith("right text 500 0")
 

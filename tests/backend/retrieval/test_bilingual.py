@@ -11,8 +11,11 @@ def test_a_dictionary_name_with_an_explanation_is_rendered_by_the_name():
 
 
 def test_only_a_capitalised_name_before_the_comma_is_kept():
-    terms = bilingual.build([
-        "鐵木真 铁木真 [Tie3 mu4 zhen1] /Temujin, birth name of Genghis Khan 成吉思汗[Cheng2 ji2 si1 han2]/",
-        "做好 做好 [zuo4 hao3] /to do well, as expected/"])
+    terms = bilingual.build(
+        [
+            "鐵木真 铁木真 [Tie3 mu4 zhen1] /Temujin, birth name of Genghis Khan 成吉思汗[Cheng2 ji2 si1 han2]/",
+            "做好 做好 [zuo4 hao3] /to do well, as expected/",
+        ]
+    )
     assert terms.english("铁木真") == ("temujin",)
     assert "temujin" not in terms.english("做好") and "birth" not in terms.english("铁木真")

@@ -7,8 +7,17 @@ from backend.types import Source
 
 
 def src(relevance, keyword=0.0, semantic=0.0, both=True):
-    s = Source(file="f", doc_id="d", page=1, page_end=1, chunk_index=0, text="t", relevance=relevance,
-               dense_rank=1 if both else None, keyword_rank=1)
+    s = Source(
+        file="f",
+        doc_id="d",
+        page=1,
+        page_end=1,
+        chunk_index=0,
+        text="t",
+        relevance=relevance,
+        dense_rank=1 if both else None,
+        keyword_rank=1,
+    )
     s.scores = {"keyword": keyword, "semantic": semantic, "entity": 0.0}
     return s
 
@@ -35,5 +44,8 @@ def test_fit_learns_the_direction_of_a_separable_signal():
 
 def test_reliability_table_and_ece():
     report = reliability([90, 90, 10, 10], [True, False, False, False], bins=10)
-    assert report["bins"] == [{"confidence": 0.1, "accuracy": 0.0, "n": 2}, {"confidence": 0.9, "accuracy": 0.5, "n": 2}]
+    assert report["bins"] == [
+        {"confidence": 0.1, "accuracy": 0.0, "n": 2},
+        {"confidence": 0.9, "accuracy": 0.5, "n": 2},
+    ]
     assert report["ece"] == pytest.approx(0.5 * 0.1 + 0.5 * 0.4)

@@ -10,8 +10,17 @@ from backend.types import Source
 
 
 def source(text, lang, similarity=0.85):
-    return Source(file="f.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, similarity=similarity,
-                  dense_rank=1, lang=lang)
+    return Source(
+        file="f.pdf",
+        doc_id="d",
+        page=1,
+        page_end=1,
+        chunk_index=0,
+        text=text,
+        similarity=similarity,
+        dense_rank=1,
+        lang=lang,
+    )
 
 
 def test_the_term_list_renders_words_both_ways():
@@ -51,8 +60,10 @@ def test_cross_signals_find_the_rendered_words_and_the_anchors():
 
 def test_rerank_scores_other_language_candidates_with_the_cross_signals():
     plan = xl.plan("2001年美国广播公司的标志是什么颜色的？")
-    candidates = [source("美国广播公司的标志在2001年是黑黄色的。", "zh"),
-                  source("In 2001 the ABC logo changed its color to black and yellow.", "en")]
+    candidates = [
+        source("美国广播公司的标志在2001年是黑黄色的。", "zh"),
+        source("In 2001 the ABC logo changed its color to black and yellow.", "en"),
+    ]
     ranked = rerank(plan.question, candidates, RerankSettings(), plan)
     by_lang = {s.lang: s for s in ranked}
     assert by_lang["en"].bridged and not by_lang["zh"].bridged
@@ -63,12 +74,14 @@ def test_rerank_scores_other_language_candidates_with_the_cross_signals():
 def test_keyword_hits_count_fully_only_in_their_query_language():
     def hit(chunk_id, lang):
         return Hit(ChunkRow(chunk_id, "d", "f.pdf", 1, 1, 0, "text", lang=lang), 1.0)
+
     question_run = xl.KeywordRun("zh", [hit("en-chunk", "en"), hit("zh-chunk", "zh")])
     bridge_run = xl.KeywordRun("en", [hit("zh-chunk", "zh"), hit("en-chunk", "en")], bridge=True)
     assert question_run.factor("zh") == 1.0 and question_run.factor("en") == xl.CROSS_KEYWORD_FACTOR
     assert bridge_run.factor("zh") == 0.0 and bridge_run.factor("en") == xl.BRIDGE_WEIGHT
-    fused = weighted_rrf([RankedList([h.row.id for h in r.hits], 1.0, r.item_weights())
-                          for r in (question_run, bridge_run)], k=60)
+    fused = weighted_rrf(
+        [RankedList([h.row.id for h in r.hits], 1.0, r.item_weights()) for r in (question_run, bridge_run)], k=60
+    )
     assert fused["zh-chunk"] == 1.0 / 62
     assert abs(fused["en-chunk"] - (xl.CROSS_KEYWORD_FACTOR / 61 + xl.BRIDGE_WEIGHT / 62)) < 1e-12
 

@@ -25,8 +25,9 @@ def service(tmp_path_factory):
     settings = make_settings(tmp_path_factory.mktemp("crosslingual") / "data")
     with DocLens(settings) as svc:
         svc.create_kb("mixed")
-        results = svc.ingest("mixed", [BENCH / "xl-dev-zh2en" / "docs" / ENGLISH_DOC,
-                                       BENCH / "xl-dev-en2zh" / "docs" / CHINESE_DOC])
+        results = svc.ingest(
+            "mixed", [BENCH / "xl-dev-zh2en" / "docs" / ENGLISH_DOC, BENCH / "xl-dev-en2zh" / "docs" / CHINESE_DOC]
+        )
         assert all(r.status == "indexed" for r in results), [r.error for r in results]
         yield svc
 

@@ -18,8 +18,10 @@ FEDERATED = "2312.07556v1 - Federated Learning for Short Text Clustering.pdf"
 ENHANCE = "2001.11631v1 - Enhancement of Short Text Clustering by Iterative Classification.pdf"
 STRUCLUS = "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf"
 CATALOG = [catalog_entry(f"d{i}", name) for i, name in enumerate([JETS, LCSTS, FEDERATED, ENHANCE, STRUCLUS])]
-SCANNED = [catalog_entry("s1", "scan_0001.pdf", "Quarterly report\nACME Corporation Annual Results 2024\n"),
-           catalog_entry("s2", "notes.pdf", "")]
+SCANNED = [
+    catalog_entry("s1", "scan_0001.pdf", "Quarterly report\nACME Corporation Annual Results 2024\n"),
+    catalog_entry("s2", "notes.pdf", ""),
+]
 
 
 def files(question: str, catalog=CATALOG) -> list[str]:
@@ -28,8 +30,9 @@ def files(question: str, catalog=CATALOG) -> list[str]:
 
 
 def test_the_file_name_scopes_and_is_cut_from_the_question_with_its_page():
-    scope = find_scope(f'What is the content being thanked in the acknowledgments of document "{JETS[:-4]} (P30)"?',
-                       CATALOG)
+    scope = find_scope(
+        f'What is the content being thanked in the acknowledgments of document "{JETS[:-4]} (P30)"?', CATALOG
+    )
     assert scope is not None and scope.files == [JETS] and scope.reason == "file name"
     assert scope.rest == "What is the content being thanked in the acknowledgments?"
     assert scope.pages == [30]
@@ -44,15 +47,17 @@ def test_an_arxiv_id_scopes_with_or_without_its_version():
 
 
 def test_the_title_beside_an_id_goes_with_it():
-    scope = find_scope('Search query: "Disentangling Clustering Effects in Jet Algorithms PDF document 1203.2923v2"',
-                       CATALOG)
+    scope = find_scope(
+        'Search query: "Disentangling Clustering Effects in Jet Algorithms PDF document 1203.2923v2"', CATALOG
+    )
     assert scope.files == [JETS] and "Disentangling" not in scope.rest and "1203" not in scope.rest
 
 
 def test_a_distinctive_part_of_a_title_scopes():
     assert files("How is the dataset built in the LCSTS paper?") == [LCSTS]
-    assert files("What are cluster representatives in structural clustering of large-scale graph databases?") \
-        == [STRUCLUS]
+    assert files("What are cluster representatives in structural clustering of large-scale graph databases?") == [
+        STRUCLUS
+    ]
     assert files("Which jets does disentangling clustering effects in jet algorithms study?") == [JETS]
 
 
@@ -74,8 +79,9 @@ def test_file_names_match_whole_words_and_plain_word_names_only_as_names():
 
 
 def test_a_title_from_the_first_page_names_a_file_called_anything_when_said_as_a_name():
-    assert files('What does the report "ACME Corporation Annual Results 2024" say about services?', SCANNED) \
-        == ["scan_0001.pdf"]
+    assert files('What does the report "ACME Corporation Annual Results 2024" say about services?', SCANNED) == [
+        "scan_0001.pdf"
+    ]
     # unframed, the same words may just be the question's subject (and section headings look like titles)
     assert files("What were the ACME Corporation Annual Results 2024 for services?", SCANNED) == []
 
@@ -111,29 +117,51 @@ KB = "papers"
 def paper(title: str, topic: str, method: str, thanks: str) -> list[list[str]]:
     """Title page (the title said again and again, as abstracts do), a method page, an acknowledgments page."""
     return [
-        [title, "Anna Lind and Jonas Berg, Institute of Computing",
-         f"Abstract. We study {title.lower()}. {title} matters for {topic}. Our approach to {title.lower()} "
-         f"is simple, and we show that {title.lower()} works in practice for {topic}."],
-        ["2. Method", f"{method} Each step is repeated until the estimate is stable, and the cost grows "
-                      f"linearly with the input. We report the running time and the memory used for {topic}."],
-        ["3. Results", f"On {topic} the method is faster than the baselines. The tables compare four data sets "
-                       "and three baselines at equal memory."],
-        ["Acknowledgments", f"We thank {thanks} for discussions and for comments on an early draft. "
-                            "This work was supported by a research grant."],
+        [
+            title,
+            "Anna Lind and Jonas Berg, Institute of Computing",
+            f"Abstract. We study {title.lower()}. {title} matters for {topic}. Our approach to {title.lower()} "
+            f"is simple, and we show that {title.lower()} works in practice for {topic}.",
+        ],
+        [
+            "2. Method",
+            f"{method} Each step is repeated until the estimate is stable, and the cost grows "
+            f"linearly with the input. We report the running time and the memory used for {topic}.",
+        ],
+        [
+            "3. Results",
+            f"On {topic} the method is faster than the baselines. The tables compare four data sets "
+            "and three baselines at equal memory.",
+        ],
+        [
+            "Acknowledgments",
+            f"We thank {thanks} for discussions and for comments on an early draft. "
+            "This work was supported by a research grant.",
+        ],
     ]
 
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocLens]:
     folder = tmp_path_factory.mktemp("papers")
-    write_text_pdf(folder / STREAMING, paper(
-        "Spectral Sparsification of Streaming Graphs", "graph streams",
-        "The sampler keeps each edge with probability proportional to its effective resistance.",
-        "Maria Keller"))
-    write_text_pdf(folder / SENSORS, paper(
-        "Robust Clustering of Noisy Sensor Networks", "sensor networks",
-        "Readings are grouped by a median-based distance that ignores outlying sensors.",
-        "Tom Ferreira and Lea Novak"))
+    write_text_pdf(
+        folder / STREAMING,
+        paper(
+            "Spectral Sparsification of Streaming Graphs",
+            "graph streams",
+            "The sampler keeps each edge with probability proportional to its effective resistance.",
+            "Maria Keller",
+        ),
+    )
+    write_text_pdf(
+        folder / SENSORS,
+        paper(
+            "Robust Clustering of Noisy Sensor Networks",
+            "sensor networks",
+            "Readings are grouped by a median-based distance that ignores outlying sensors.",
+            "Tom Ferreira and Lea Novak",
+        ),
+    )
     with DocLens(make_settings(folder / "data")) as svc:
         svc.create_kb(KB)
         assert all(r.ok for r in svc.ingest(KB, [folder / STREAMING, folder / SENSORS]))
@@ -141,8 +169,9 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocLens]:
 
 
 def test_a_question_naming_its_paper_finds_the_page_not_the_title_page(service: DocLens):
-    result = service.search(KB, 'Who is thanked in the acknowledgments of the paper '
-                                '"Spectral Sparsification of Streaming Graphs"?')
+    result = service.search(
+        KB, 'Who is thanked in the acknowledgments of the paper "Spectral Sparsification of Streaming Graphs"?'
+    )
     top = result.sources[0]
     assert (top.file, top.page) == (STREAMING, 4), [(s.file, s.page) for s in result.sources]
     assert all(s.file == STREAMING for s in result.sources)
@@ -164,6 +193,7 @@ def test_a_question_naming_no_paper_searches_everything(service: DocLens):
 
 def test_the_answer_says_where_it_searched(service: DocLens):
     from ui.chat_tab import answer_markdown
+
     answer = service.ask(KB, "What does the sampler keep in the Spectral Sparsification of Streaming Graphs paper?")
     assert answer.searched_in == STREAMING and answer.to_dict()["searched_in"] == STREAMING
     shown = answer_markdown(answer)
@@ -176,6 +206,12 @@ def test_a_rewrite_is_limited_to_a_document_only_when_the_user_named_it(service:
     rewrite = "What does the sampler keep in the Spectral Sparsification of Streaming Graphs paper?"
     unnamed = service._search(kb, rewrite, None, "rerank", 5, said="Hello\nWhat does the sampler keep?")
     assert unnamed.searched_in == ""
-    named = service._search(kb, rewrite, None, "rerank", 5,
-                            said="Tell me about the Spectral Sparsification of Streaming Graphs paper.\nAnd the sampler?")
+    named = service._search(
+        kb,
+        rewrite,
+        None,
+        "rerank",
+        5,
+        said="Tell me about the Spectral Sparsification of Streaming Graphs paper.\nAnd the sampler?",
+    )
     assert named.searched_in == STREAMING

@@ -32,8 +32,9 @@ def test_fuse_results_keeps_the_users_question_in_charge() -> None:
         return Source(f"{chunk_id}.pdf", chunk_id, 1, 1, 0, chunk_id, relevance=relevance, chunk_id=chunk_id)
 
     original = SearchResult("q", "rerank", 70.0, [source("right", 60), source("b", 40)], queries=["q"])
-    rewritten = SearchResult("r", "rerank", 90.0, [source("other", 95), source("right", 20), source("b", 10)],
-                             queries=["r"])
+    rewritten = SearchResult(
+        "r", "rerank", 90.0, [source("other", 95), source("right", 20), source("b", 10)], queries=["r"]
+    )
     fused = fuse_results(original, rewritten, top=3)
     assert [s.chunk_id for s in fused.sources] == ["right", "b", "other"]  # found by both beats found once
     assert fused.sources[0].relevance == 60, "each source keeps its best relevance"

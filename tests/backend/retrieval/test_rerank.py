@@ -9,8 +9,17 @@ from backend.types import Source
 
 
 def source(text, similarity=None, dense_rank=None, keyword_rank=None):
-    return Source(file="f.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, similarity=similarity,
-                  dense_rank=dense_rank, keyword_rank=keyword_rank)
+    return Source(
+        file="f.pdf",
+        doc_id="d",
+        page=1,
+        page_end=1,
+        chunk_index=0,
+        text=text,
+        similarity=similarity,
+        dense_rank=dense_rank,
+        keyword_rank=keyword_rank,
+    )
 
 
 def test_query_terms_skip_single_characters_and_stop_words():
@@ -37,9 +46,11 @@ def test_keyword_coverage_counts_words_found():
 
 def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
     weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1)
-    candidates = [source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
-                  source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
-                  source("x", 0.5, None, 1)]
+    candidates = [
+        source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
+        source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
+        source("x", 0.5, None, 1),
+    ]
     ranked = rr.rerank("Where was Super Bowl 50 played?", candidates, weights)
     for s in ranked:
         assert set(s.scores) == set(rr.SIGNALS)

@@ -10,8 +10,11 @@ from backend.errors import DocLensError
 from backend.service import DocLens
 from tests.conftest import BENCH, make_settings
 
-DOCS = [BENCH / "dev-zh" / "docs" / "zh_001.pdf", BENCH / "dev-zh" / "docs" / "zh_002.pdf",
-        BENCH / "dev-en" / "docs" / "en_001.pdf"]
+DOCS = [
+    BENCH / "dev-zh" / "docs" / "zh_001.pdf",
+    BENCH / "dev-zh" / "docs" / "zh_002.pdf",
+    BENCH / "dev-en" / "docs" / "en_001.pdf",
+]
 MODES = ["dense", "keyword", "hybrid", "rerank"]
 
 
@@ -36,8 +39,9 @@ def test_each_mode_finds_the_gold_page(service, mode, lang, doc, index):
     q = questions(lang, doc)[index]
     result = service.search("bench", q["question"], mode=mode, top=5)
     assert result.mode == mode and result.sources
-    assert any(s.file == q["doc"] and s.page in q["pages"] for s in result.sources), \
-        [(s.file, s.page) for s in result.sources]
+    assert any(s.file == q["doc"] and s.page in q["pages"] for s in result.sources), [
+        (s.file, s.page) for s in result.sources
+    ]
 
 
 def test_scores_relevance_and_confidence_are_bounded(service):
@@ -86,6 +90,7 @@ def test_empty_question_and_empty_kb_are_clear_errors(service):
 
 def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     from backend.evaluation import format_report, run_eval
+
     qa = tmp_path / "qa.jsonl"
     picked = questions("zh", "zh_001.pdf")[:4] + questions("en", "en_001.pdf")[:4]
     blank = {**picked[0], "id": "blank", "question": " "}  # the bench sets hold a few: a miss, not a crash
@@ -95,8 +100,16 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     assert report["ingest"] is None
     for mode in MODES:
         metrics = report["modes"][mode]["all"]
-        assert set(metrics) == {"hit@1", "hit@5", "hit@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10",
-                                "page_mrr@10"}
+        assert set(metrics) == {
+            "hit@1",
+            "hit@5",
+            "hit@10",
+            "answer_hit@1",
+            "answer_hit@5",
+            "answer_hit@10",
+            "mrr@10",
+            "page_mrr@10",
+        }
         assert metrics["hit@10"] >= metrics["hit@5"] >= metrics["hit@1"]
         assert report["modes"][mode]["latency_ms"]["p95"] >= report["modes"][mode]["latency_ms"]["p50"] > 0
     assert report["modes"]["rerank"]["all"]["answer_hit@5"] >= 0.66
@@ -111,6 +124,7 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
 
 def test_selftest_finds_its_own_chunks(service):
     from backend.evaluation import selftest
+
     report = selftest(service, "bench", samples=10)
     assert report["samples"] == 10
     assert report["chunk_top5"] >= 0.8 and report["page_top5"] >= report["chunk_top5"]
@@ -118,6 +132,7 @@ def test_selftest_finds_its_own_chunks(service):
 
 def test_eval_without_a_kb_ingests_into_a_temporary_one_and_drops_it(service, tmp_path):
     from backend.evaluation import run_eval
+
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "en_001.pdf").write_bytes(DOCS[2].read_bytes())

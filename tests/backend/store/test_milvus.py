@@ -8,7 +8,8 @@ import pytest
 from backend.errors import StoreError
 from backend.store import lite_server
 from backend.store.base import ChunkRow, SearchFilter
-from backend.store.milvus import MilvusStore, filter_expression, quote
+from backend.store.filters import filter_expression, quote
+from backend.store.milvus import MilvusStore
 
 DIM = 8
 
@@ -40,8 +41,19 @@ def vec(*hot: int) -> np.ndarray:
 
 
 def rows(doc_id: str, texts: list[str], filename: str = "a.pdf") -> list[ChunkRow]:
-    return [ChunkRow(id=f"{doc_id}:{i}", doc_id=doc_id, filename=filename, page=i + 1, page_end=i + 1,
-                     chunk_index=i, content=t, vector=vec(i % DIM)) for i, t in enumerate(texts)]
+    return [
+        ChunkRow(
+            id=f"{doc_id}:{i}",
+            doc_id=doc_id,
+            filename=filename,
+            page=i + 1,
+            page_end=i + 1,
+            chunk_index=i,
+            content=t,
+            vector=vec(i % DIM),
+        )
+        for i, t in enumerate(texts)
+    ]
 
 
 def test_create_list_insert_search_delete(store):
@@ -49,7 +61,7 @@ def test_create_list_insert_search_delete(store):
     [info] = [i for i in store.list_collections() if i.name == "kb_6869"]
     assert (info.dim, info.embedding_model) == (DIM, "test-model")
     store.insert("kb_6869", rows("d1", ["能量守恒定律 energy conservation", "商业分析 revenue growth"]))
-    store.insert("kb_6869", rows("d\"2", ["另一个文档 another document about energy"], filename='q"uote.pdf'))
+    store.insert("kb_6869", rows('d"2', ["另一个文档 another document about energy"], filename='q"uote.pdf'))
     assert store.count("kb_6869") == 3
 
     dense = store.dense_search("kb_6869", vec(0), 3)  # d1:0 and d"2:0 share a vector: either may come first
@@ -153,6 +165,7 @@ def reload_with_indexes(uri: str, name: str) -> None:
     """Release and load through a second client: loading builds every sealed segment's index at once
     (a background build could still be running otherwise, and brute force would hide the defect)."""
     from pymilvus import MilvusClient
+
     client = MilvusClient(uri=uri)
     client.flush(name)
     client.release_collection(name)
@@ -171,9 +184,20 @@ def test_one_document_filter_returns_the_full_top_k(store):
         return v / np.linalg.norm(v)
 
     store.create_collection("kb_filter", dim, "test-model")
-    batch = [ChunkRow(id=f"d{d}:{i}", doc_id=f"d{d}", filename=f"d{d}.pdf", page=1, page_end=1, chunk_index=i,
-                      content=f"chunk {i}", vector=near(-towards if d == 0 else towards))
-             for d in range(30) for i in range(100)]
+    batch = [
+        ChunkRow(
+            id=f"d{d}:{i}",
+            doc_id=f"d{d}",
+            filename=f"d{d}.pdf",
+            page=1,
+            page_end=1,
+            chunk_index=i,
+            content=f"chunk {i}",
+            vector=near(-towards if d == 0 else towards),
+        )
+        for d in range(30)
+        for i in range(100)
+    ]
     store.insert("kb_filter", batch)
     store.seal("kb_filter")
     reload_with_indexes(store.uri, "kb_filter")
