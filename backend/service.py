@@ -16,6 +16,7 @@ from backend.knowledge_bases import KnowledgeBases, OpenKB
 from backend.llm_clients import LLMClients
 from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.quality_checks import QualityChecks
+from backend.retrieval.bilingual import term_list as warm_term_list
 from backend.retrieval.doc_scope import Catalogs
 from backend.settings import LLMSettings, Settings
 from backend.store import migration as old_store
@@ -97,6 +98,7 @@ class DocLens(QualityChecks):
         def prepare() -> None:
             self.model_state.started(self.settings)
             text.warm_up()
+            warm_term_list()  # seconds of CC-CEDICT parsing: not the first cross-lingual question's
             try:
                 _ = self.embedder  # loads (or builds) the model
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it

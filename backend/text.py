@@ -7,6 +7,7 @@ import logging
 import re
 import threading
 import unicodedata
+import warnings
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Optional
@@ -97,7 +98,9 @@ def tokenizer() -> Any:
     global _jieba
     with _jieba_lock:
         if _jieba is None:
-            import jieba
+            with warnings.catch_warnings():  # jieba imports pkg_resources, which warns on every start
+                warnings.simplefilter("ignore", UserWarning)
+                import jieba
 
             jieba.setLogLevel(logging.WARNING)  # jieba sets its own logger to DEBUG on import
             if _cache_dir is not None:

@@ -19,6 +19,16 @@ def test_models_are_prepared_in_the_background(tmp_path: Path) -> None:
         assert service._embedder is create_embedder(settings)  # loaded, and the shared instance
 
 
+def test_the_bilingual_term_list_is_loaded_at_start_not_by_the_first_question(tmp_path: Path) -> None:
+    """Parsing CC-CEDICT takes seconds: it was the first cross-lingual question's cost after a restart."""
+    from backend.retrieval import bilingual
+
+    bilingual._terms = None  # as in a fresh process
+    with DocLens(make_settings(tmp_path)) as service:
+        service.prepare_models_in_background().join(timeout=300)
+    assert bilingual._terms is not None
+
+
 def test_a_model_that_cannot_load_is_a_warning_not_a_crash(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     settings = make_settings(tmp_path, DOCLENS_EMBEDDING_MODEL="bundled:nope")
     with DocLens(settings) as service, caplog.at_level(logging.WARNING, logger="backend.service"):
