@@ -1,4 +1,5 @@
 """The shape of the code: modules of at most 450 lines, functions of at most 60, loggers named by module.
+The line limits hold for the tests under tests/ too, with no allowlist there.
 
 Run as a script (``python tests/test_code_shape.py``) to list every module and function over its limit,
 e.g. to update the allowlists below after a change."""
@@ -20,7 +21,7 @@ LAYOUT_BUILDERS = {
     "ui/kb_page.py::build_kb_tab": "Gradio layout builder (the knowledge-base page, in page order)",
     "ui/settings_tab.py::build_settings_tab": "Gradio layout builder (the settings page, in page order)",
 }
-# Over the limit today, being split (issue 14): shrink this list, never grow it.
+# Over the limit today, being split (issue 14): shrink this list, never grow it. Never for tests/.
 OVERSIZED_MODULES: dict[str, str] = {}
 LONG_FUNCTIONS: dict[str, str] = {}
 
@@ -29,18 +30,27 @@ def _sources() -> list[Path]:
     return sorted([*ROOT.joinpath("backend").rglob("*.py"), *ROOT.joinpath("ui").rglob("*.py"), ROOT / "main.py"])
 
 
+def _tests() -> list[Path]:
+    return sorted(ROOT.joinpath("tests").rglob("*.py"))
+
+
+def _checked() -> list[Path]:
+    """What the line limits cover: the application and its tests."""
+    return [*_sources(), *_tests()]
+
+
 def _name(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
 def long_modules() -> dict[str, int]:
-    sizes = {_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in _sources()}
+    sizes = {_name(p): len(p.read_text(encoding="utf-8").splitlines()) for p in _checked()}
     return {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
 
 
 def long_functions() -> dict[str, int]:
     found = {}
-    for path in _sources():
+    for path in _checked():
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 lines = (node.end_lineno or node.lineno) - node.lineno + 1
@@ -71,7 +81,7 @@ def test_every_logger_is_named_by_its_module():
     """``log = logging.getLogger(__name__)``: the logger name says where a line comes from, and one
     ``logging`` setting (ui/cli.py) covers every module."""
     wrong = []
-    for path in [*_sources(), *ROOT.joinpath("tests").rglob("*.py")]:
+    for path in _checked():
         for node in ast.parse(path.read_text(encoding="utf-8")).body:  # module level only
             value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
             if (

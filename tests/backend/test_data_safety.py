@@ -17,7 +17,7 @@ from backend.names import MAX_NAME_BYTES, clean_file_name
 from backend.service import DocLens
 from backend.types import ProgressEvent
 from tests.backend.documents import hostile_pdfs
-from tests.backend.test_ingestion import (
+from tests.backend.ingestion_support import (
     BUSINESS,
     COMPUTING,
     LAYOUT,

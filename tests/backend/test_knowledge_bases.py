@@ -86,7 +86,7 @@ def test_model_mismatch_is_a_clear_error(tmp_path):
 
 
 def test_the_knowledge_base_owns_its_folder_layout_and_removes_documents(service, tmp_path):
-    from tests.backend.test_ingestion import PHYSICS
+    from tests.backend.ingestion_support import PHYSICS
 
     service.create_kb("layout")
     [result] = service.ingest("layout", [PHYSICS])
@@ -111,7 +111,7 @@ def test_the_knowledge_base_owns_its_folder_layout_and_removes_documents(service
 
 def test_recovery_removes_a_document_left_pending_by_a_crash(settings, tmp_path):
     """An upload that died after registering and keeping its original: the next start removes both."""
-    from tests.backend.test_ingestion import PHYSICS
+    from tests.backend.ingestion_support import PHYSICS
 
     with DocLens(settings) as first:
         first.create_kb("crashed")

@@ -1,0 +1,150 @@
+"""What the browser tests (tests/ui/test_browser_*.py) share: Debian chromium driven by Playwright, the
+browsers as fixtures, and the steps a user takes on a Gradio page.
+
+A test module imports the fixtures it uses and calls ``skip_without_chromium()`` first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.ui.conftest import ARTIFACTS, RunningApp
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+INGEST_TIMEOUT_MS = 240_000
+ANSWER_TIMEOUT_MS = 90_000
+
+
+def skip_without_chromium() -> None:
+    """Outside CI a browser test is skipped when /usr/bin/chromium is missing; in CI it must run."""
+    if not CHROMIUM.exists() and not os.environ.get("CI"):
+        pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); required in CI", allow_module_level=True)
+
+
+@pytest.fixture
+def page(doclens_app: RunningApp, browser_page) -> Iterator:
+    """A fresh browser on the shared app."""
+    yield browser_page
+
+
+@pytest.fixture
+def browsers(tmp_path: Path) -> Iterator:
+    """Opens fresh browsers, each with its own profile (its own local storage: another browser, not another
+    tab); all are closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        contexts = []
+
+        def open_page():
+            context = playwright.chromium.launch_persistent_context(
+                str(tmp_path / f"profile-{len(contexts)}"),
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 800},
+            )
+            context.set_default_timeout(30_000)
+            contexts.append(context)
+            return context.new_page()
+
+        try:
+            yield open_page
+        finally:
+            for context in contexts:
+                context.close()
+
+
+@pytest.fixture
+def browser_page(browsers) -> Iterator:
+    yield browsers()
+
+
+class Steps:
+    """Screenshots numbered in the order they are taken."""
+
+    def __init__(self, page) -> None:
+        self.page = page
+        self.count = 0
+        shutil.rmtree(ARTIFACTS / "steps", ignore_errors=True)
+        (ARTIFACTS / "steps").mkdir(parents=True)
+
+    def shot(self, name: str, full_page: bool = False, show: str = "") -> None:
+        if show:
+            self.page.locator(show).first.scroll_into_view_if_needed()
+        self.count += 1
+        self.page.screenshot(path=str(ARTIFACTS / "steps" / f"{self.count:02d}-{name}.png"), full_page=full_page)
+
+
+def field(page, elem_id: str):
+    return page.locator(f"#{elem_id}").locator("textarea, input").first
+
+
+def open_tab(page, name: str) -> None:
+    page.get_by_role("tab", name=re.compile(name)).click()
+
+
+def ask(page, question: str) -> None:
+    bot_messages = page.locator("#chatbot .message-row.bot-row, #chatbot .bot")
+    before = bot_messages.count()
+    field(page, "question").fill(question)
+    page.locator("#send").click()
+    page.wait_for_function(
+        "([n]) => document.querySelectorAll('#chatbot .message-row.bot-row, #chatbot .bot').length > n",
+        arg=[before],
+        timeout=ANSWER_TIMEOUT_MS,
+    )
+    wait_idle(page)
+
+
+def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
+    """Wait until no Gradio event shows a pending status (the answer stream and the side panel are done)."""
+    page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')", timeout=timeout_ms)
+    page.wait_for_timeout(300)
+
+
+def choose(page, elem_id: str, value: str) -> None:
+    """Pick an option of a Gradio dropdown as a user does."""
+    field(page, elem_id).click()
+    page.get_by_role("option", name=value, exact=True).click()
+    page.wait_for_timeout(300)
+
+
+def dropdown_options(page, elem_id: str) -> list[str]:
+    field(page, elem_id).click()
+    options = page.get_by_role("option")
+    options.first.wait_for()
+    names = [options.nth(i).inner_text().strip().split("\n")[-1].strip() for i in range(options.count())]
+    field(page, elem_id).evaluate("(e) => e.blur()")
+    options.first.wait_for(state="detached")
+    return names
+
+
+def kb_tab_on(page, name: str) -> None:
+    open_tab(page, "Knowledge base")
+    wait_idle(page)
+    if field(page, "kb-active").input_value() != name:
+        choose(page, "kb-active", name)
+        wait_idle(page)
+
+
+def create_kb(page, name: str) -> None:
+    field(page, "kb-new-name").fill(name)
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text(name).wait_for(timeout=INGEST_TIMEOUT_MS)
+    wait_idle(page)

@@ -1,0 +1,174 @@
+"""The app around the handlers (ui/app.py, ui/common.py, ui/icons.py): one-line errors, every element id,
+the model banner, the first start, plain icons. Fixtures and helpers: tests/ui/handler_support.py.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+import time
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from backend.errors import SettingsError
+from backend.service import DocLens
+from tests.conftest import make_settings
+from tests.support.fake_openai import FakeOpenAI
+from tests.ui.handler_support import (
+    KB,
+    WARN,
+    data_dir,  # noqa: F401 - the fixture
+    fake_model,  # noqa: F401 - the autouse fixture
+    model_env,
+    service,  # noqa: F401 - the fixture
+)
+from ui.app import build_app, parse_auth
+from ui.common import error_text, shows_errors
+from ui.icons import SYMBOLS
+from ui.kb_tab import KBHandlers
+
+
+def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:
+    try:
+        {}["boom"]
+    except KeyError as exc:
+        with caplog.at_level(logging.ERROR, logger="ui.common"):
+            text = error_text(exc, "answer the question")
+    assert text == "could not answer the question: unexpected KeyError (details are in the server log)"
+    assert "boom" in caplog.text and "Traceback" in caplog.text
+
+
+def test_handlers_turn_failures_into_one_line_through_one_decorator(service: DocLens, caplog) -> None:
+    @shows_errors("run the demo", outputs=lambda line, value, **_: (line, value))
+    def demo(value: int, request: gr.Request = None) -> tuple:
+        raise KeyError("boom")
+
+    @shows_errors("run the demo")
+    def plain(lang: str = "en") -> str:
+        raise SettingsError("llm.timeout must be a number")
+
+    with caplog.at_level(logging.ERROR, logger="doclens.ui"):
+        assert demo(7) == ("could not run the demo: unexpected KeyError (details are in the server log)", 7)
+    assert "Traceback" in caplog.text
+    assert plain() == f"{WARN} llm.timeout must be a number"
+    assert plain(lang="zh").startswith(WARN) and plain("zh") == plain(lang="zh")
+    assert "progress" in inspect.signature(KBHandlers(service).selftest).parameters  # what Gradio reads
+    renamed = KBHandlers(service).rename("no such kb", "other")
+    assert renamed[0].startswith(WARN) and "does not exist" in renamed[0] and len(renamed) == 4
+
+
+def test_parse_auth() -> None:
+    assert parse_auth("alice:s3cret:x") == ("alice", "s3cret:x")
+    assert parse_auth(None) is None
+    with pytest.raises(SettingsError):
+        parse_auth("alice")
+
+
+def test_build_app_has_every_element_id(service: DocLens) -> None:
+    demo = build_app(service)
+    ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    expected = {
+        "kb-select",
+        "doc-filter",
+        "chatbot",
+        "question",
+        "send",
+        "clear",
+        "sources",
+        "confidence",
+        "summary",
+        "figure-gallery",
+        "figure-lock",
+        "figure-unlock",
+        "kb-new-name",
+        "kb-create",
+        "kb-rename",
+        "kb-delete",
+        "kb-delete-confirmation-yes",
+        "doc-delete-confirmation-yes",
+        "upload-files",
+        "upload-start",
+        "upload-cancel",
+        "ingest-status",
+        "docs-table",
+        "page-preview",
+    }
+    assert expected <= ids
+    api_names = {fn.api_name for fn in demo.fns.values()}
+    assert {"create_kb", "upload", "ask", "delete_kb"} <= api_names
+    assert all(fn.api_name for fn in demo.fns.values()), "every event needs an explicit api_name"
+    kb_active = next(b for b in demo.blocks.values() if getattr(b, "elem_id", None) == "kb-active")
+    assert KB in [choice[0] for choice in kb_active.choices]  # built from the real service's list
+
+
+def test_model_preparation_shows_a_banner_with_the_builds_step_and_fraction(service: DocLens) -> None:
+    """Item 9: while the embedding model is prepared the page says so, which step the build is in, how
+    far along (reported by the build, backend/embedding/builds.py) and for how long."""
+    from backend.embedding.builds import report_step
+    from ui.app import model_banner
+
+    banner, timer = model_banner(service)
+    assert banner["visible"] is False and timer["active"] is False
+    service.model_state.started(service.settings)
+    try:
+        banner, timer = model_banner(service)
+        assert banner["visible"] is True and timer["active"] is True
+        assert "Preparing the embedding model: loading the model" in banner["value"]
+        assert "dl-indeterminate" in banner["value"]  # no build reported: no made-up percentage
+        assert service.model_state.plan == ("bundled", "int8") or service.model_state.plan == ("bundled",)
+        report_step("bundled", "package", 0.5)
+        banner, _ = model_banner(service)
+        assert "packaging it for sentence-transformers" in banner["value"]
+        assert re.search(r'aria-valuenow="([1-9]\d?)"', banner["value"]), banner["value"]
+    finally:
+        service.model_state.finished()
+    report_step("int8", "quantize", 0.5)  # nobody listens once the model is ready
+    assert service.model_state.step == "bundled:package"
+
+
+def test_a_kb_is_created_without_waiting_for_the_embedding_model(tmp_path: Path) -> None:
+    """Item 9: on a first start the model is built for minutes; creating a knowledge base must not wait
+    (a bundled model's id and dimensions are known before it is built)."""
+    empty_cache = tmp_path / "no-models-yet"
+    with DocLens(make_settings(tmp_path / "data", DOCLENS_EMBEDDING_CACHE_DIR=str(empty_cache))) as fresh:
+        started = time.monotonic()
+        kb = fresh.create_kb("early")
+        assert time.monotonic() - started < 10 and (kb.embedding_model, kb.dim) == (
+            "bundled:multilingual-e5-small",
+            384,
+        )
+        assert not empty_cache.exists() or not any(empty_cache.iterdir()), "nothing was built"
+    with DocLens(make_settings(tmp_path / "data")) as ready:  # the built model agrees with what was recorded
+        assert (ready.embedder.model_id, ready.embedder.dim) == (kb.embedding_model, kb.dim)
+        ready.open_kb("early")
+
+
+def test_fresh_install_gets_an_empty_default_kb(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Item 10: the first start creates "Default" (once: deleting it later does not bring it back)."""
+    from ui.app import start_first_run
+
+    with DocLens(make_settings(tmp_path / "fresh", **model_env(fake.base_url))) as fresh:
+        thread = start_first_run(fresh)
+        assert thread is not None
+        thread.join(120)
+        assert [kb.name for kb in fresh.list_kbs()] == ["Default"]
+        fresh.delete_kb("Default")
+        assert start_first_run(fresh) is None and fresh.list_kbs() == []
+
+
+def test_icons_need_no_emoji_font() -> None:
+    """Item 16: every status icon is a plain symbol an installed non-emoji font covers (DejaVu on Debian)."""
+    import subprocess
+
+    for name, symbol in SYMBOLS.items():
+        assert not 0x1F000 <= ord(symbol) <= 0x1FAFF, name
+        fonts = subprocess.run(
+            ["fc-list", f":charset={ord(symbol):x}", "family"], capture_output=True, text=True
+        ).stdout
+        assert fonts.strip() and "emoji" not in fonts.lower(), (name, symbol)
+    emoji = re.compile("[\U0001f000-\U0001faff\u2705\u274c\u2b50\ufe0f]")
+    for path in (Path(__file__).resolve().parents[2] / "ui").glob("*.py"):
+        assert not emoji.search(path.read_text(encoding="utf-8")), f"{path.name} still shows emoji"

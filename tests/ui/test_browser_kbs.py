@@ -1,0 +1,220 @@
+"""Knowledge bases and uploads in a real browser (Debian chromium + Playwright): confirmations that follow
+the selection, lists that refresh, an upload a reload re-attaches to, the first start's model build, and
+the framed passage of a scanned page. Outside CI skipped when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui.browser_support import (
+    ANSWER_TIMEOUT_MS,
+    INGEST_TIMEOUT_MS,
+    ask,
+    browser_page,  # noqa: F401 - the fixture
+    browsers,  # noqa: F401 - the fixture
+    choose,
+    create_kb,
+    dropdown_options,
+    field,
+    kb_tab_on,
+    open_tab,
+    page,  # noqa: F401 - the fixture
+    skip_without_chromium,
+    wait_idle,
+)
+from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp, running_app
+
+pytestmark = pytest.mark.slow
+skip_without_chromium()
+
+SCANNED_PDF = SAMPLE_PDF.parent / "layout" / "scanned_zh_en_20p.pdf"  # OCR on every page: a slow upload
+
+
+def test_delete_confirmation_follows_the_selection(doclens_app: RunningApp, page) -> None:
+    """Item 1: the prompt named A, the user then picked B: "Yes, delete" must never delete B."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-a")
+    create_kb(page, "kb-b")
+    choose(page, "kb-active", "kb-a")
+    page.locator("#kb-delete").click()
+    confirmation = page.locator("#kb-delete-confirmation")
+    confirmation.get_by_text("kb-a").wait_for()
+    choose(page, "kb-active", "kb-b")
+    confirmation.wait_for(state="hidden")  # the prompt about kb-a is gone with the new selection
+    assert {"kb-a", "kb-b"} <= set(dropdown_options(page, "kb-active"))
+    page.locator("#kb-delete").click()
+    confirmation.get_by_text("kb-b").wait_for()
+    page.locator("#kb-delete-confirmation-yes").click()
+    page.locator("#kb-status").get_by_text("Deleted").wait_for()
+    names = dropdown_options(page, "kb-active")
+    assert "kb-b" not in names and "kb-a" in names
+
+
+def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, page) -> None:
+    """Item 6: a KB made in another browser tab shows up when the Chat tab is shown; a reload keeps the
+    user's KB instead of falling back to the alphabetically first one."""
+    page.goto(doclens_app.url)
+    page.locator("#chatbot").wait_for()
+    wait_idle(page)
+    other = page.context.new_page()
+    other.goto(doclens_app.url)
+    open_tab(other, "Knowledge base")
+    create_kb(other, "zz-made-elsewhere")
+    other.close()
+    open_tab(page, "Knowledge base")
+    open_tab(page, "Chat")
+    page.wait_for_function("() => !document.querySelector('#kb-select .pending, #kb-select .generating')")
+    page.wait_for_timeout(500)
+    assert "zz-made-elsewhere" in dropdown_options(page, "kb-select")
+    choose(page, "kb-select", "zz-made-elsewhere")
+    wait_idle(page)
+    page.reload()
+    page.wait_for_function("() => document.querySelector('#kb-select input')?.value === 'zz-made-elsewhere'")
+    page.locator("#chat-refresh").click()
+    wait_idle(page)
+    assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
+
+
+def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
+    """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
+    pending row says it is being indexed, and the status ends in the final state. Without a login the
+    job is this browser's: another browser is told it runs, and cannot cancel it."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-upload")
+    page.locator("#upload-cancel").click()
+    page.locator("#ingest-status").get_by_text("No upload is running.").wait_for()
+    page.locator("#upload-files input[type=file]").set_input_files(str(SCANNED_PDF))
+    page.locator("#upload-files").get_by_text(SCANNED_PDF.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status .dl-progress").wait_for(timeout=30_000)
+    page.reload()
+    kb_tab_on(page, "kb-upload")
+    status = page.locator("#ingest-status")
+    status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
+    page.wait_for_function(
+        "() => document.querySelector('#docs-table')?.innerText.includes('being indexed')", timeout=60_000
+    )
+    other = browsers()
+    other.goto(doclens_app.url)
+    kb_tab_on(other, "kb-upload")
+    other.locator("#ingest-status").get_by_text("started in another browser").wait_for()
+    other.locator("#upload-cancel").click()
+    other.locator("#ingest-status").get_by_text("only that browser can cancel it").wait_for()
+    other.wait_for_timeout(1500)
+    assert status.locator(".dl-progress").count() == 1 and "Cancelling" not in status.inner_text(), (
+        "the other browser did not cancel this browser's upload"
+    )
+    page.locator("#upload-cancel").click()
+    status.get_by_text("Cancelling after the current page").wait_for()
+    status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
+    page.locator("#upload-cancel").click()
+    status.get_by_text("No upload is running.").wait_for()
+    assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
+
+
+BUNDLED_STEPS = (
+    "reading the bundled 4-bit weights",
+    "writing the full model",
+    "packaging it for sentence-transformers",
+)
+
+
+def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
+    """Item 9: a fresh data folder and an empty model cache: the banner names the build's step with its
+    percentage, a knowledge base is created at once, and an upload started meanwhile is kept (its progress
+    says it waits for the model) and ends indexed once the model is ready. float32 keeps the real build
+    to the bundled model (~2 minutes); the int8 steps feed the same banner (tests/ui/test_app_handlers.py)."""
+    page = browser_page
+    with running_app(
+        tmp_path / "fresh",
+        "first-start.log",
+        DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
+        DOCLENS_EMBEDDING_DTYPE="float32",
+    ) as app:
+        page.goto(app.url)
+        banner = page.locator("#model-banner")
+        banner.get_by_text("Preparing the embedding model").wait_for(timeout=60_000)
+        open_tab(page, "Knowledge base")
+        field(page, "kb-new-name").fill("early")
+        page.locator("#kb-create").click()
+        page.locator("#kb-status").get_by_text("Created").wait_for(timeout=30_000)  # not after the build
+        assert banner.is_visible(), "the knowledge base was created while the model is still prepared"
+        page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
+        page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+        page.locator("#upload-start").click()
+        status = page.locator("#ingest-status")
+        status.get_by_text("indexing starts when the embedding model is ready").wait_for(timeout=60_000)
+        # a later step, further along: the fraction comes from the build's own steps
+        page.wait_for_function(
+            "(step) => { const t = document.querySelector('#model-banner')?.innerText || '';"
+            " return t.includes(step) && /[1-9]\\d*%/.test(t); }",
+            arg=BUNDLED_STEPS[2],
+            timeout=180_000,
+        )
+        page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
+        banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
+        status.get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+        page.wait_for_function(
+            "(name) => document.querySelector('#docs-table')?.innerText.includes(name)", arg=SAMPLE_PDF.name
+        )
+        log_text = app.log_path.read_text(encoding="utf-8")
+    assert "embedding model: bundled:package" in log_text and "embedding model ready after" in log_text
+
+
+SCAN_PASSAGE = (
+    "Quarterly rainfall in the valley doubled after the new reservoir opened, and the farmers "
+    "planted barley instead of wheat on the eastern terraces."
+)
+
+
+def frame_pixels(png: bytes) -> int:
+    """How many pixels of a page preview have the frame's colour (backend/documents/preview.py)."""
+    import io
+
+    from PIL import Image
+
+    from backend.documents.preview import FRAME_COLOUR
+
+    image = Image.open(io.BytesIO(png)).convert("RGB")
+    return sum(1 for pixel in image.getdata() if max(abs(a - b) for a, b in zip(pixel, FRAME_COLOUR)) < 30)
+
+
+def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: RunningApp, page, tmp_path) -> None:
+    """Item 19: a scan has no text layer; clicking its source shows the page with the passage framed
+    (found through OCR of the page)."""
+    from tests.support.text_pdf import write_scanned_pdf
+
+    scan = write_scanned_pdf(
+        tmp_path / "harbour-scan.pdf",
+        [
+            [
+                "Harbour tides were measured every morning by the keeper of the northern lighthouse.",
+                SCAN_PASSAGE,
+                "Closing remarks about the weather station and its brass instruments.",
+            ]
+        ],
+    )
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "kb-scan")
+    page.locator("#upload-files input[type=file]").set_input_files(str(scan))
+    page.locator("#upload-files").get_by_text(scan.name).first.wait_for()
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    open_tab(page, "Chat")
+    choose(page, "kb-select", "kb-scan")
+    wait_idle(page)
+    ask(page, "How did the rainfall change after the reservoir opened?")
+    rows = page.locator("#sources tbody tr")
+    rows.first.wait_for()
+    assert scan.name in rows.first.inner_text()
+    rows.first.click()
+    image = page.locator("#page-preview img")
+    image.wait_for(timeout=ANSWER_TIMEOUT_MS)  # the first preview of a scanned page runs OCR: seconds
+    page.locator("#page-preview").scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "scanned-preview.png"))
+    png = page.request.get(page.evaluate("(src) => new URL(src, location.href).href", image.get_attribute("src")))
+    assert png.ok and frame_pixels(png.body()) > 500, "the cited passage is framed on the scanned page"

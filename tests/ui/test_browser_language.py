@@ -1,0 +1,161 @@
+"""One language at a time in a real browser (Debian chromium + Playwright), and the README screenshots in
+each language. Outside CI skipped when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from tests.ui.browser_support import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    field,
+    open_tab,
+    skip_without_chromium,
+    wait_idle,
+)
+from tests.ui.conftest import ARTIFACTS, RunningApp
+
+pytestmark = pytest.mark.slow
+skip_without_chromium()
+
+
+def ui_string_pairs() -> list[tuple[str, str]]:
+    """Every (English, Chinese) pair the UI code passes to ui.i18n's label()/text(), read from the source."""
+    import ast
+
+    pairs = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "ui").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.Call) or getattr(node.func, "id", None) not in ("label", "text"):
+                continue
+            strings = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if len(strings) == 2:
+                pairs.append((strings[0], strings[1]))
+    assert len(pairs) > 100, "the scan should find the app's strings"
+    return pairs
+
+
+def other_language_strings(page_text: str, lang: str) -> list[str]:
+    """Strings of the other language that show on a page meant to be in ``lang``."""
+    found = []
+    for en, zh in ui_string_pairs():
+        if "{" in en or en == zh:
+            continue  # templates are checked through their filled-in results elsewhere
+        match = (
+            re.search(rf"(?<![\w-]){re.escape(en)}(?![\w-])", page_text)
+            if lang == "zh"
+            else re.search(re.escape(zh), page_text)
+        )
+        if match:  # with the text around it, so a failure says where it is
+            found.append(page_text[max(0, match.start() - 40) : match.end() + 20].replace("\n", " | "))
+    return found
+
+
+def whole_page_text(page) -> str:
+    """The header and every tab's visible text (each tab is shown in turn; quality checks opened)."""
+    texts = []
+    for tab in ("tab-chat", "tab-kb", "tab-settings"):
+        page.locator(f"#{tab}-button, button[role=tab]").nth(("tab-chat", "tab-kb", "tab-settings").index(tab)).click()
+        wait_idle(page)
+        if tab == "tab-kb" and page.locator("#quality .label-wrap.open, #quality .open").count() == 0:
+            page.locator("#quality").locator("button, .label-wrap").first.click()
+            page.wait_for_timeout(300)
+        texts.append(page.locator("body").inner_text())
+    return "\n".join(texts)
+
+
+README_SHOTS = ARTIFACTS.parent.parent / "docs" / "screenshots"
+SHOTS = ARTIFACTS / "readme"
+
+
+def screenshot_folders() -> list[Path]:
+    """Where the README screenshots go: test-artifacts/ always; docs/screenshots (committed, shown by the
+    README) only when DOCLENS_UPDATE_SCREENSHOTS=1, so a test run leaves the working tree as it was."""
+    return [SHOTS, README_SHOTS] if os.environ.get("DOCLENS_UPDATE_SCREENSHOTS") == "1" else [SHOTS]
+
+
+def readme_shots(page, lang: str) -> None:
+    """The README screenshots: chat, knowledge base and settings tabs, in each language."""
+    folders = screenshot_folders()
+    for folder in folders:
+        folder.mkdir(parents=True, exist_ok=True)
+    for index, name in enumerate(("chat", "kb", "settings")):
+        page.locator("button[role=tab]").nth(index).click()
+        wait_idle(page)
+        shot = page.screenshot(path=str(folders[0] / f"{name}-{lang}.png"))
+        for folder in folders[1:]:
+            (folder / f"{name}-{lang}.png").write_bytes(shot)
+
+
+def test_readme_screenshots_are_updated_only_when_asked(monkeypatch) -> None:
+    """A normal run must not rewrite the committed screenshots; the README's images exist."""
+    monkeypatch.delenv("DOCLENS_UPDATE_SCREENSHOTS", raising=False)
+    assert screenshot_folders() == [SHOTS]
+    monkeypatch.setenv("DOCLENS_UPDATE_SCREENSHOTS", "1")
+    assert README_SHOTS in screenshot_folders()
+    readme = (README_SHOTS.parent.parent / "README.md").read_text(encoding="utf-8")
+    for name in re.findall(r"docs/screenshots/([\w-]+\.png)", readme):
+        assert (README_SHOTS / name).is_file(), name
+
+
+@pytest.fixture
+def chinese_page(doclens_app: RunningApp, tmp_path: Path) -> Iterator:
+    """A browser whose language is Chinese (navigator.language zh-CN)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path / "profile-zh"),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_ARGS,
+            viewport={"width": 1280, "height": 800},
+            locale="zh-CN",
+        )
+        context.set_default_timeout(30_000)
+        try:
+            yield context.new_page()
+        finally:
+            context.close()
+
+
+def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
+    """Item 11: a Chinese browser gets the Chinese UI only; the switch turns it into English only, and
+    the choice survives a reload. Messages made on the server follow the language too."""
+    page = chinese_page
+    committed = {path: path.read_bytes() for path in README_SHOTS.glob("*.png")}
+    page.goto(doclens_app.url)
+    page.get_by_role("tab", name="知识库").wait_for()
+    wait_idle(page)
+    open_tab(page, "知识库")
+    field(page, "kb-new-name").fill("")
+    page.locator("#kb-create").click()  # a server-made error, in Chinese
+    page.locator("#kb-status").get_by_text("知识库名称为空").wait_for()
+    zh_text = whole_page_text(page)
+    assert "问答" in zh_text and "上传并索引" in zh_text
+    assert other_language_strings(zh_text, "zh") == []
+    readme_shots(page, "zh")
+
+    page.locator("#language-switch").get_by_text("English").click()
+    page.get_by_role("tab", name="Knowledge base").wait_for()
+    open_tab(page, "Knowledge base")
+    page.locator("#kb-create").click()
+    page.locator("#kb-status").get_by_text("knowledge base name is empty").wait_for()
+    en_text = whole_page_text(page)
+    assert "Upload and index" in en_text
+    assert other_language_strings(en_text, "en") == []
+    readme_shots(page, "en")
+
+    page.reload()
+    page.get_by_role("tab", name="Knowledge base").wait_for()  # the choice outlives the page
+    assert (SHOTS / "chat-zh.png").is_file() and (SHOTS / "settings-en.png").is_file()
+    if README_SHOTS not in screenshot_folders():
+        assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, (
+            "a test run leaves docs/screenshots alone"
+        )
