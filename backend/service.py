@@ -7,7 +7,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
 from backend import migration, text
 from backend.asking import search_scope
@@ -33,6 +33,9 @@ from backend.types import (
     SearchResult,
 )
 
+if TYPE_CHECKING:
+    from backend.embedding.base import Embedder  # the embedding package is a heavy import: loaded on first use
+
 log = logging.getLogger(__name__)
 
 
@@ -47,7 +50,7 @@ class DocLens(QualityChecks):
             old_store.set_aside(settings.data_dir, Path(settings.milvus_uri))
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
-        self._embedder = None
+        self._embedder: Optional[Embedder] = None
         self._embedder_lock = threading.Lock()
         self._ingest_lock = threading.Lock()
         self._retriever = None
@@ -84,7 +87,7 @@ class DocLens(QualityChecks):
     # -- models -------------------------------------------------------------------------------
 
     @property
-    def embedder(self):
+    def embedder(self) -> Embedder:
         with self._embedder_lock:
             if self._embedder is None:
                 from backend.embedding import create_embedder  # heavy import: only when needed

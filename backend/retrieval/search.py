@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from backend.store.base import Hit, SearchFilter, VectorStore
 from backend.text import question_language
 from backend.types import SEARCH_MODES, SearchResult, Source
 
+if TYPE_CHECKING:
+    from backend.embedding.base import Embedder  # the embedding package is a heavy import
+
 log = logging.getLogger(__name__)
 
 MODES = SEARCH_MODES  # the one list lives in backend.types
@@ -26,7 +29,9 @@ Translator = Callable[[str], Optional[str]]
 
 
 class Retriever:
-    def __init__(self, settings: Settings, store: VectorStore, embedder, translator: Optional[Translator] = None):
+    def __init__(
+        self, settings: Settings, store: VectorStore, embedder: Embedder, translator: Optional[Translator] = None
+    ):
         self.settings = settings
         self.store = store
         self.embedder = embedder
