@@ -123,8 +123,8 @@ BUNDLED_STEPS = (
 
 
 @pytest.mark.xfail(
-    reason="after the final merges the chosen file never shows in the upload box during a first start "
-    "(issue 12 item 9, open); passed on the web branch",
+    reason="intermittent on the final main (2 of 5 runs): the file chosen right after creating a KB during a "
+    "first start does not show in the upload box (issue 12 item 9, open)",
     strict=False,
 )
 def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
