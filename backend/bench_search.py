@@ -330,7 +330,7 @@ def _after_upload(service, base: Base, chunks: int, questions: Sequence[str]) ->
     try:
         return measure_questions(service, questions[: WARMUP + 20])["p95_ms"]
     finally:
-        service._remove_document(kb, doc_id)
+        kb.remove_document(doc_id)
         service.store.seal(kb.collection)
 
 

@@ -184,10 +184,6 @@ class DocLens(QualityChecks):
         log.info("deleted %s from knowledge base %r", doc.file, kb.name)
         return doc
 
-    @staticmethod
-    def _remove_document(kb: OpenKB, doc_id: str) -> None:  # kept for backend/bench_search.py
-        kb.remove_document(doc_id)
-
     def figures(self, kb_name: str, file: Optional[str] = None) -> list[Figure]:
         kb = self.open_kb(kb_name, check_model=False)
         doc_id = kb.find_document(file).doc_id if file else None
