@@ -58,6 +58,9 @@ class OpenAIEmbedder(BatchedEmbedder):
         if not self.dim:
             self.dim = int(self._request([DIMENSION_PROBE_TEXT]).shape[1])
 
+    def warm_up(self) -> None:
+        """Nothing to set up here, and a request would cost the user a call."""
+
     def _embed_batch(self, texts: list[str], kind: Kind) -> np.ndarray:
         return self._request(texts)
 
