@@ -122,11 +122,9 @@ BUNDLED_STEPS = (
 )
 
 
-@pytest.mark.xfail(
-    reason="intermittent on the final main (2 of 5 runs): the file chosen right after creating a KB during a "
-    "first start does not show in the upload box (issue 12 item 9, open)",
-    strict=False,
-)
+# Twice in 19 runs (once in CI) the file chosen here never showed in the upload box, and 8 runs to look
+# into it passed; kept as evidence (see choose_files) and run once more then.
+@pytest.mark.flaky(reruns=1)
 def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
     """Item 9: a fresh data folder and an empty model cache: the banner names the build's step with its
     percentage, a knowledge base is created at once, and an upload started meanwhile is kept (its progress
@@ -147,8 +145,8 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         page.locator("#kb-create").click()
         page.locator("#kb-status").get_by_text("Created").wait_for(timeout=30_000)  # not after the build
         assert banner.is_visible(), "the knowledge base was created while the model is still prepared"
-        page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
-        page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+        wait_idle(page, 60_000)  # the lists the creation refreshes, as a user sees them before choosing
+        choose_files(page, SAMPLE_PDF, "first-start")
         page.locator("#upload-start").click()
         status = page.locator("#ingest-status")
         status.get_by_text("indexing starts when the embedding model is ready").wait_for(timeout=60_000)
@@ -167,6 +165,24 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         )
         log_text = app.log_path.read_text(encoding="utf-8")
     assert "embedding model: bundled:package" in log_text and "embedding model ready after" in log_text
+
+
+def choose_files(page, path, name: str) -> None:
+    """Choose a file in the upload box; if it never shows there, keep what the page did meanwhile."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(f"console {message.type}: {message.text}"))
+    page.on("requestfailed", lambda request: seen.append(f"failed {request.method} {request.url} {request.failure}"))
+    page.on(
+        "response",
+        lambda response: seen.append(f"{response.status} {response.url}") if "upload" in response.url else None,
+    )
+    page.locator("#upload-files input[type=file]").set_input_files(str(path))
+    try:
+        page.locator("#upload-files").get_by_text(path.name).first.wait_for(timeout=60_000)
+    except Exception as exc:
+        page.screenshot(path=str(ARTIFACTS / f"{name}-no-file.png"), full_page=True)
+        (ARTIFACTS / f"{name}-no-file.html").write_text(page.content(), encoding="utf-8")
+        raise AssertionError(f"{path.name} not shown in the upload box; the page meanwhile: {seen}") from exc
 
 
 SCAN_PASSAGE = (
