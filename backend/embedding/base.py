@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 import re
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Literal, Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Iterator, Literal, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -106,16 +106,20 @@ class BatchedEmbedder(ABC):
         if not texts:
             return out
         order = self._batch_order(texts)
+        batches = [order[start : start + self.batch_size] for start in range(0, len(order), self.batch_size)]
         done = 0
-        for start in range(0, len(order), self.batch_size):
-            indices = order[start : start + self.batch_size]
-            vectors = self._embed_batch([texts[i] for i in indices], kind)
+        for indices, vectors in zip(batches, self._embed_batches([[texts[i] for i in b] for b in batches], kind)):
             self._check_shape(vectors, len(indices))
             out[indices] = vectors
             done += len(indices)
             if progress is not None:
                 progress(done, len(texts))
         return l2_normalise(out)
+
+    def _embed_batches(self, batches: list[list[str]], kind: Kind) -> Iterator[np.ndarray]:
+        """Each batch's vectors, in order; a model that can run batches side by side overrides this."""
+        for batch in batches:
+            yield self._embed_batch(batch, kind)
 
     def _check_shape(self, vectors: np.ndarray, rows: int) -> None:
         if vectors.shape != (rows, self.dim):

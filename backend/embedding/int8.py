@@ -20,6 +20,7 @@ import shutil
 import threading
 import time
 import warnings
+from collections import deque
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -61,6 +62,7 @@ CALIBRATION_QUERIES = 32
 FLOAT_LAYERS_PATTERN = r".*encoder\.layer\.(4|5)\.output\.dense/.*"
 # OpenVINO prepares kernels for each new input shape (~40 ms each); rounding lengths up to a multiple of
 # 16 lets batches share shapes, for a few percent of padding.
+MAX_STREAMS = 2  # batches of passages embedded side by side (see _compiled)
 PAD_TO_MULTIPLE = 16
 # OpenVINO's CPU plugin (2026.4 on AMX) computes inputs padded to exactly 32 tokens wrongly (cosine 0.96 to
 # float32, against 0.998 at every other length): such batches are padded to 48 instead.
@@ -253,6 +255,14 @@ class Int8Embedder(BatchedEmbedder):
         prompt = self.prompts[kind]
         return self.runner.embed([prompt + text for text in texts])
 
+    def _embed_batches(self, batches: list[list[str]], kind: Kind) -> Iterator[np.ndarray]:
+        """Each batch split between the streams, its parts run side by side (see Int8Runner.embed_many)."""
+        prompt = self.prompts[kind]
+        parts = [_split(batch, self.runner.streams) for batch in batches]
+        vectors = self.runner.embed_many([[prompt + text for text in part] for split in parts for part in split])
+        for split in parts:
+            yield np.vstack([next(vectors) for _ in split])
+
 
 class Int8Runner:
     """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes.
@@ -267,32 +277,58 @@ class Int8Runner:
         from tokenizers import Tokenizer
 
         folder = ensure_int8_model(model_dir, prompts)  # outside telemetry_off: builds take that lock too
+        self.streams = min(MAX_STREAMS, threads)
         with telemetry_off():
-            self.model, self.table = _compiled(folder, threads)
-        self.request = self.model.create_infer_request()
+            self.model, self.table = _compiled(folder, threads, self.streams)
+        self.requests = [self.model.create_infer_request() for _ in range(self.streams)]
+        self.query_request = self.model.create_infer_request()  # a search never waits for an upload's batches
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.pad_id = self.tokenizer.token_to_id(_pad_token(model_dir)) or 0
         self.max_seq_length = max_seq_length
         self.dim = int(self.model.outputs[0].get_partial_shape()[-1].get_length())
-        # One call at a time: the tokenizer's truncation and padding are set per call (not re-entrant),
-        # an infer request runs one batch at a time, and a forward pass already uses every core.
-        self._lock = threading.Lock()
+        # The tokenizer's truncation and padding are set per call (not re-entrant), and an infer request runs
+        # one batch at a time: one lock each for the tokenizer, the question request and the stream requests.
+        self._tokenizer_lock = threading.Lock()
+        self._query_lock = threading.Lock()
+        self._batches_lock = threading.Lock()
 
     def token_counts(self, texts: list[str]) -> list[int]:
         """Each text's length in tokens, untruncated and without the special tokens."""
-        with self._lock:
+        with self._tokenizer_lock:
             self.tokenizer.no_truncation()
             self.tokenizer.no_padding()
             return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
 
     def embed(self, texts: list[str]) -> np.ndarray:
-        with self._lock:
+        """One batch (a question) on a request of its own."""
+        feed, mask = self._feed(texts)
+        with self._query_lock:
+            self.query_request.infer(feed)
+            return _mean_pooled(self.query_request, mask)
+
+    def embed_many(self, batches: list[list[str]]) -> Iterator[np.ndarray]:
+        """Each batch's mean-pooled vectors, in order, with up to one batch in flight per stream."""
+        if len(batches) == 1:
+            yield self.embed(batches[0])
+            return
+        with self._batches_lock:
+            in_flight: deque[tuple[Any, np.ndarray]] = deque()
+            for k, texts in enumerate(batches):
+                if len(in_flight) == self.streams:
+                    yield _finished(*in_flight.popleft())
+                feed, mask = self._feed(texts)
+                request = self.requests[k % self.streams]
+                request.start_async(feed)
+                in_flight.append((request, mask))
+            while in_flight:
+                yield _finished(*in_flight.popleft())
+
+    def _feed(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        with self._tokenizer_lock:
             input_ids, mask = self._tokenize(texts)
-            feed = _model_inputs(input_ids, mask)
-            feed[EMBEDS_INPUT] = self.table.lookup(input_ids)
-            hidden = self.request.infer(feed)[self.model.outputs[0]].copy()
-        weights = mask[..., None].astype(np.float32)
-        return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        feed = _model_inputs(input_ids, mask)
+        feed[EMBEDS_INPUT] = self.table.lookup(input_ids)
+        return feed, mask
 
     def _tokenize(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """What transformers' fast tokenizer gives for padding=True, truncation=True, max_length and
@@ -318,6 +354,22 @@ class Int8Runner:
         )
 
 
+def _split(batch: list[str], parts: int) -> list[list[str]]:
+    size = -(-len(batch) // parts)
+    return [batch[start : start + size] for start in range(0, len(batch), size)]
+
+
+def _finished(request: Any, mask: np.ndarray) -> np.ndarray:
+    request.wait()
+    return _mean_pooled(request, mask)
+
+
+def _mean_pooled(request: Any, mask: np.ndarray) -> np.ndarray:
+    hidden = request.get_output_tensor(0).data.copy()
+    weights = mask[..., None].astype(np.float32)
+    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+
+
 def _pad_token(model_dir: Path) -> str:
     config = model_dir / "tokenizer_config.json"
     if config.is_file():
@@ -339,7 +391,7 @@ class EmbeddingTable:
         return self.weights[input_ids].astype(np.float32) * self.scales[input_ids]
 
 
-def _compiled(folder: Path, threads: int) -> tuple[Any, EmbeddingTable]:
+def _compiled(folder: Path, threads: int, streams: int) -> tuple[Any, EmbeddingTable]:
     try:
         import openvino as ov
     except ImportError as exc:
@@ -347,10 +399,16 @@ def _compiled(folder: Path, threads: int) -> tuple[Any, EmbeddingTable]:
     try:
         core = ov.Core()
         model, table = _without_embedding_lookup(core.read_model(str(folder / MODEL_FILE)))
-        # Unpinned threads: the cores are shared with OCR workers and the read-ahead parser.
-        return core.compile_model(
-            model, "CPU", {"INFERENCE_NUM_THREADS": threads, "PERFORMANCE_HINT": "LATENCY", "ENABLE_CPU_PINNING": False}
-        ), table
+        # Streams: a batch of passages is too small to keep two cores busy; two batches side by side, one
+        # per core, embed 1.4x the passages per second (978 dev chunks: 18.4 -> 12.9 s on 2 cores). A lone
+        # question on one core takes 11.6 instead of 8.5 ms. Unpinned threads: the cores are shared with OCR
+        # workers and the read-ahead parser.
+        config: dict[str, Any] = {"INFERENCE_NUM_THREADS": threads, "ENABLE_CPU_PINNING": False}
+        if streams > 1:
+            config.update({"PERFORMANCE_HINT": "THROUGHPUT", "NUM_STREAMS": streams})
+        else:
+            config["PERFORMANCE_HINT"] = "LATENCY"
+        return core.compile_model(model, "CPU", config), table
     except RuntimeError as exc:
         raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
 
