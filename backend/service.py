@@ -169,6 +169,12 @@ class DocLens(QualityChecks):
         """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs (see backend.migration)."""
         return migration.migrate(self, progress)
 
+    def start_in_background(self) -> DocLens:
+        """What the app does at start: load the knowledge bases and prepare the models, both in the background."""
+        self.load_all_in_background()
+        self.prepare_models_in_background()
+        return self
+
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""
         thread = threading.Thread(target=self.load_all, name="doclens-load-kbs", daemon=True)

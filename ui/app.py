@@ -10,13 +10,13 @@ from typing import Any, Optional
 
 import gradio as gr
 
-from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import Settings
 from ui.api import register_api
 from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
 from ui.chat_tab import ChatHandlers
 from ui.common import bi, kb_names, set_language
+from ui.exposure import Access, parse_auth  # noqa: F401 - parse_auth: re-exported for the tests
 from ui.i18n import RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text, translations
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
@@ -31,7 +31,6 @@ SCRIPT_PATH = ASSETS / "doclens.js"
 LOGO_PATH = ASSETS / "logo.svg"
 FIRST_RUN_MARKER = ".doclens-initialized"
 UNDOCUMENTED = {"api_visibility": "undocumented"}
-LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 def theme() -> gr.themes.Base:
@@ -274,66 +273,21 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
     return thread
 
 
-def parse_auth(auth: Optional[str]) -> Optional[tuple[str, str]]:
-    if not auth:
-        return None
-    user, sep, password = auth.partition(":")
-    if not sep or not user or not password:
-        raise SettingsError("login must look like user:password (--auth or DOCLENS_AUTH)")
-    return user, password
-
-
-def parse_logins(auth: Optional[str]) -> Optional[list[tuple[str, str]]]:
-    """``user:pass`` or several separated by spaces (each user may log in; passwords have no spaces)."""
-    logins = [parse_auth(part) for part in (auth or "").split()]
-    return [login for login in logins if login] or None
-
-
-def check_exposure(host: str, logins: Optional[list[tuple[str, str]]], insecure: bool, admin: str) -> None:
-    """Refuse to serve other machines without a login (unless --insecure), and an admin who cannot log in."""
-    if host not in LOOPBACK and logins is None:
-        if not insecure:
-            raise SettingsError(
-                f"refusing to serve on {host} without a login: anyone who can reach this address "
-                f"could use DocLens. Set DOCLENS_AUTH=user:password (or --auth), or add --insecure "
-                f"if that is really what you want"
-            )
-        log.warning(
-            "serving on %s without a login (--insecure): anyone who can reach this address can use DocLens", host
-        )
-    if admin and admin not in {user for user, _ in logins or []}:
-        raise SettingsError(f"--admin {admin}: no such login (set it in DOCLENS_AUTH or --auth)")
-
-
-def serve(
-    settings: Settings,
-    host: Optional[str] = None,
-    port: Optional[int] = None,
-    auth: Optional[str] = None,
-    admin: Optional[str] = None,
-    insecure: bool = False,
-) -> None:
-    """Start the web app and block until it stops. Binds 127.0.0.1 unless a host is given explicitly."""
-    secret = settings.ui.auth.get_secret_value() if settings.ui.auth else None
-    logins = parse_logins(auth or secret)
-    host = host or settings.ui.host
-    port = port or settings.ui.port
-    admin = admin if admin is not None else settings.ui.admin
-    check_exposure(host, logins, insecure, admin)
-    service = DocLens(settings)
+def serve(settings: Settings, access: Access, service: Optional[DocLens] = None) -> None:
+    """Start the web app and block until it stops (``access``: checked by ui.exposure.checked_access).
+    ``service``: one already started in the background (``DocLens.start_in_background``); closed here."""
     demo = None
     try:
-        service.load_all_in_background()  # a large library must not hold back the page
-        service.prepare_models_in_background()
-        demo = build_app(service, admin)
+        service = service or DocLens(settings).start_in_background()  # a large library must not hold back the page
+        demo = build_app(service, access.admin)
         demo.queue(default_concurrency_limit=4)
         stop_on_sigterm()
-        log.info("DocLens web app on http://%s:%d", host, port)
+        log.info("DocLens web app on http://%s:%d", access.host, access.port)
         # No allowed_paths: nothing under the data folder is served; shown images go through ui/web_files.py.
         demo.launch(
-            server_name=host,
-            server_port=port,
-            auth=logins,
+            server_name=access.host,
+            server_port=access.port,
+            auth=access.logins,
             footer_links=["api"],
             show_error=False,
             max_file_size=int(settings.ingest.max_file_mb * 1024 * 1024),  # refused before it is stored
@@ -345,7 +299,8 @@ def serve(
         if demo is not None:
             demo.doclens_uploads.discard_all()
         shown_files().clear()
-        service.close()
+        if service is not None:
+            service.close()
 
 
 def stop_on_sigterm() -> None:

@@ -217,9 +217,16 @@ def _add_document_commands(sub, common) -> None:
 
 
 def cmd_serve(args, settings: Settings) -> int:
+    from backend.service import DocLens
+    from ui.exposure import checked_access
+
+    access = checked_access(settings, args.host, args.port, args.auth, args.admin, args.insecure)
+    # The knowledge bases load (in the store's own process) while the web framework imports: ~4 s of an
+    # app start at 100k chunks.
+    service = DocLens(settings).start_in_background()
     from ui.app import serve
 
-    serve(settings, host=args.host, port=args.port, auth=args.auth, admin=args.admin, insecure=args.insecure)
+    serve(settings, access, service)
     return 0
 
 

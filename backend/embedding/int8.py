@@ -60,9 +60,9 @@ CALIBRATION_QUERIES = 32
 # The feed-forward output of layers 4 and 5 is where int8 activations lose the most: keeping those two
 # products in float moves the mean cosine to float32 from 0.996 to 0.998 for ~3 % of the speed-up.
 FLOAT_LAYERS_PATTERN = r".*encoder\.layer\.(4|5)\.output\.dense/.*"
+MAX_STREAMS = 2  # batches of passages embedded side by side (see _compiled)
 # OpenVINO prepares kernels for each new input shape (~40 ms each); rounding lengths up to a multiple of
 # 16 lets batches share shapes, for a few percent of padding.
-MAX_STREAMS = 2  # batches of passages embedded side by side (see _compiled)
 PAD_TO_MULTIPLE = 16
 # OpenVINO's CPU plugin (2026.4 on AMX) computes inputs padded to exactly 32 tokens wrongly (cosine 0.96 to
 # float32, against 0.998 at every other length): such batches are padded to 48 instead.
