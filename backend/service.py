@@ -101,7 +101,7 @@ class DocLens(QualityChecks):
         def prepare() -> None:
             self.model_state.started(self.settings)
             text.warm_up()
-            warm_term_list()  # seconds of CC-CEDICT parsing: not the first cross-lingual question's
+            warm_term_list(self.settings.model_cache_dir)  # not the first cross-lingual question's
             try:
                 _ = self.embedder  # loads (or builds) the model
             except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it

