@@ -112,6 +112,33 @@ def ask(page, question: str) -> None:
     wait_idle(page)
 
 
+def choose_files(page, path: Path) -> None:
+    """Choose a file in the upload box and wait until the box lists it. The list shows a name as two spans,
+    stem and extension ("harbour-scan" ".pdf"), so its text never equals the name (waiting for that text
+    passed only when the box was caught mid-upload, and failed 3 times in about 20 runs): its cell's aria-label
+    is the name. If it never shows, the failure carries what the page did meanwhile."""
+    seen: list[str] = []
+    page.on("console", lambda message: seen.append(f"console {message.type}: {message.text}"))
+    page.on("requestfailed", lambda request: seen.append(f"failed {request.method} {request.url} {request.failure}"))
+    page.locator("#upload-files input[type=file]").set_input_files(str(path))
+    try:
+        page.locator(f'#upload-files td.filename[aria-label="{path.name}"]').first.wait_for(timeout=60_000)
+    except Exception as exc:
+        page.screenshot(path=str(ARTIFACTS / "no-file-chosen.png"), full_page=True)
+        raise AssertionError(f"{path.name} not listed in the upload box; the page meanwhile: {seen}") from exc
+
+
+def source_rows(page, file_name: str):
+    """The sources table once its first row names ``file_name``: the table fills after the answer, and an
+    empty placeholder row stands there until then."""
+    page.wait_for_function(
+        "(name) => document.querySelector('#sources tbody tr')?.innerText.includes(name)",
+        arg=file_name,
+        timeout=ANSWER_TIMEOUT_MS,
+    )
+    return page.locator("#sources tbody tr")
+
+
 def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     """Wait until no Gradio event shows a pending status (the answer stream and the side panel are done)."""
     page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')", timeout=timeout_ms)

@@ -19,10 +19,12 @@ from tests.ui.browser_support import (
     browser_page,  # noqa: F401 - the fixture
     browsers,  # noqa: F401 - the fixture
     choose,
+    choose_files,
     field,
     open_tab,
     page,  # noqa: F401 - the fixture
     skip_without_chromium,
+    source_rows,
     wait_idle,
 )
 from tests.ui.conftest import SAMPLE_PDF, RunningApp
@@ -65,8 +67,7 @@ def create_the_kb(page, steps: Steps) -> None:
 
 def upload_the_pdf(page, steps: Steps) -> None:
     """Upload a PDF and watch the progress finish."""
-    page.locator("#upload-files input[type=file]").set_input_files(str(SAMPLE_PDF))
-    page.locator("#upload-files").get_by_text(SAMPLE_PDF.name).first.wait_for()
+    choose_files(page, SAMPLE_PDF)
     page.locator("#upload-start").click()
     page.locator("#ingest-status .dl-progress").first.wait_for(timeout=30_000)
     steps.shot("upload-progress")
@@ -109,10 +110,8 @@ def ask_for_formulas_and_sources(page, steps: Steps):
     answer.locator(".katex").first.wait_for()
     assert "It costs $5 and $10." in answer.inner_text()  # prices are not math...
     assert answer.locator(".katex").count() >= 4  # ...but $$, $, \( and \[ all are
-    rows = page.locator("#sources tbody tr")
-    rows.first.wait_for()
+    rows = source_rows(page, SAMPLE_PDF.name)
     assert re.search(r"\d+%", rows.first.inner_text())
-    assert SAMPLE_PDF.name in rows.first.inner_text()
     assert page.locator("#confidence").get_by_text("%").count() >= 1
     steps.shot("answer")
     return rows
