@@ -16,7 +16,7 @@ from ui.api import register_api
 from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
 from ui.chat_tab import ChatHandlers
 from ui.common import bi, kb_names, set_language
-from ui.exposure import Access, parse_auth  # noqa: F401 - parse_auth: re-exported for the tests
+from ui.exposure import Access
 from ui.i18n import RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text, translations
 from ui.kb_page import KBTab, build_kb_tab
 from ui.kb_tab import KBHandlers
@@ -273,12 +273,12 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
     return thread
 
 
-def serve(settings: Settings, access: Access, service: Optional[DocLens] = None) -> None:
+def serve(settings: Settings, access: Access, service: DocLens) -> None:
     """Start the web app and block until it stops (``access``: checked by ui.exposure.checked_access).
-    ``service``: one already started in the background (``DocLens.start_in_background``); closed here."""
+    ``service``: started in the background (``DocLens.start_in_background``) so that a large library does not
+    hold back the page; closed here."""
     demo = None
     try:
-        service = service or DocLens(settings).start_in_background()  # a large library must not hold back the page
         demo = build_app(service, access.admin)
         demo.queue(default_concurrency_limit=4)
         stop_on_sigterm()
@@ -299,8 +299,7 @@ def serve(settings: Settings, access: Access, service: Optional[DocLens] = None)
         if demo is not None:
             demo.doclens_uploads.discard_all()
         shown_files().clear()
-        if service is not None:
-            service.close()
+        service.close()
 
 
 def stop_on_sigterm() -> None:

@@ -25,8 +25,9 @@ from tests.ui.handler_support import (
     model_env,
     service,  # noqa: F401 - the fixture
 )
-from ui.app import build_app, parse_auth
+from ui.app import build_app
 from ui.common import error_text, shows_errors
+from ui.exposure import parse_auth
 from ui.icons import SYMBOLS
 from ui.kb_tab import KBHandlers
 
