@@ -81,6 +81,7 @@ class IngestSettings(_Section):
     max_page_chars: int = Field(default=200_000, ge=1000)  # characters in the text layer of one page
     max_chunks: int = Field(default=20_000, ge=1)  # chunks of one document
     max_stream_mb: float = Field(default=100.0, gt=0)  # one compressed stream unpacked, in MB
+    embed_group_chunks: int = Field(default=64, ge=1)  # small documents are embedded together up to this many chunks
 
 
 class RetrievalSettings(_Section):

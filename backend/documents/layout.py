@@ -104,25 +104,30 @@ def is_visible_char(ch: str) -> bool:
 def read_lines(textpage: pdfium.PdfTextPage, obstacles: Sequence[BBox] = ()) -> list[TextLine]:
     """The page's text lines in reading order (columns, full-width blocks; see reading_order).
     ``obstacles``: image boxes, which take part in finding columns and full-width blocks."""
-    return order_lines(_lines_from_chars(textpage), obstacles)
+    return order_lines(raw_lines(textpage), obstacles)
 
 
-def _lines_from_chars(textpage: pdfium.PdfTextPage) -> list[TextLine]:
+def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
+    """The page's text lines in the order pdfium gives its glyphs (``order_lines`` puts them in reading
+    order; it does not change this list, so one reading can be ordered twice)."""
     # FPDFText_GetUnicode is per char index, so text and boxes stay aligned (get_text_range is UCS-2 only).
     # pdfium's own line breaks are not enough: it runs wrapped lines together (with U+FFFE where it
     # took a hyphen away), so a line also ends where the next glyph leaves its row.
     lines: list[TextLine] = []
     current: list[Char] = []
-    band: Optional[list[float]] = None  # bottom and top of the current line's glyphs so far
+    last: Optional[Char] = None  # the current line's last visible glyph
+    band: list[float] = [0.0, 0.0]  # bottom and top of the current line's visible glyphs so far
     for char in _page_chars(textpage):
-        if char is None or not char.text.isspace() and band is not None and _leaves_row(current, band, char):
+        if char is None or last is not None and not char.text.isspace() and _leaves_row(last, band, char):
             _close_line(current, lines)
-            current, band = [], None
+            current, last = [], None
         if char is None:
             continue
         current.append(char)
         if not char.text.isspace():
-            band = [min(band[0], char.box[1]), max(band[1], char.box[3])] if band else [char.box[1], char.box[3]]
+            low, high = char.box[1], char.box[3]
+            band = [min(band[0], low), max(band[1], high)] if last is not None else [low, high]
+            last = char
     _close_line(current, lines)
     return lines
 
@@ -133,9 +138,13 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
     handle = textpage.raw
     count = textpage.count_chars()
     index = 0
+    edges = [ctypes.c_double() for _ in range(4)]  # one set reused: ~0.5M glyphs in a long paper
+    refs = [ctypes.byref(edge) for edge in edges]
     while index < count:
         code = pdfium_c.FPDFText_GetUnicode(handle, index)
-        box = textpage.get_charbox(index)
+        if not pdfium_c.FPDFText_GetCharBox(handle, index, *refs):  # left, right, bottom, top
+            raise pdfium.PdfiumError("Failed to get charbox.")
+        box = (edges[0].value, edges[2].value, edges[1].value, edges[3].value)
         size = pdfium_c.FPDFText_GetFontSize(handle, index)
         index += 1
         if 0xD800 <= code < 0xDC00:
@@ -179,12 +188,10 @@ def fold_char(ch: str) -> str:
     return ch
 
 
-def _leaves_row(current: Sequence[Char], band: Sequence[float], char: Char) -> bool:
-    """The glyph starts a new line: outside the line's vertical band, or a jump back to the left.
-    (Wide gaps do not split: justified narrow columns have word gaps of 3 ems and more.)"""
-    last = next((c for c in reversed(current) if not c.text.isspace()), None)
-    if last is None:
-        return False
+def _leaves_row(last: Char, band: Sequence[float], char: Char) -> bool:
+    """The glyph starts a new line: outside the line's vertical band, or a jump back to the left of the
+    line's last visible glyph. (Wide gaps do not split: justified narrow columns have word gaps of 3 ems
+    and more.)"""
     size = max(1.0, last.size, char.size)
     overlap = min(band[1], char.box[3]) - max(band[0], char.box[1])
     if overlap <= 0 and not (

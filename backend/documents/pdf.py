@@ -29,7 +29,7 @@ from backend.documents.equations import (
     with_inline_pieces,
 )
 from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
-from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines, read_lines
+from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
     layout_model,
@@ -40,6 +40,7 @@ from backend.documents.layout_model import (
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.ocr_ahead import OCRAhead, ocr_dpi
+from backend.documents.page_lines import PageLines
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.reading_order import column_test_unsure
@@ -123,6 +124,7 @@ class _PageParser:
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
         self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
+        self.lines = PageLines(self.limits)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
 
     def close(self) -> None:
@@ -143,11 +145,12 @@ class _PageParser:
                 self.unreadable.add(index)
                 continue
             try:
-                lines = _read_page_lines(page, index, self.limits)
+                lines = self.lines.first_pass(page, index)
                 images = image_boxes(page)
                 height = page.get_height()
                 if is_scanned(lines, images, page.get_width() * height):
                     self.scanned[index] = images
+                    self.lines.forget(index)
                 counts.update(
                     {(zone, margin_key(ln.text)) for ln in lines if (zone := _margin_zone(ln, height)) is not None}
                 )
@@ -167,7 +170,7 @@ class _PageParser:
             if index in self.scanned:
                 return self._parse_scanned(page, index, self.scanned[index])
             images = image_boxes(page)
-            lines = _read_page_lines(page, index, self.limits, _obstacles(page, images))
+            lines = self.lines.second_pass(page, index, _obstacles(page, images))
             parsed = self._parse_native(page, index, lines, images)
             parsed.cut_objects = self.limits.cut_pages.get(index, 0)
             return parsed
@@ -351,17 +354,6 @@ class _PageParser:
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 
-def _read_page_lines(
-    page: pdfium.PdfPage, index: int, limits: PageLimits, obstacles: Sequence[tuple] = ()
-) -> list[TextLine]:
-    textpage = page.get_textpage()
-    try:
-        limits.check_text(page, textpage, index)  # before lines are built: ~300 bytes per character
-        return read_lines(textpage, obstacles)
-    finally:
-        textpage.close()
-
-
 def _load_page(pdf: pdfium.PdfDocument, index: int) -> Optional[pdfium.PdfPage]:
     """The page, or None when pdfium cannot load it (a broken page tree): the other pages are still read."""
     try:
@@ -431,7 +423,7 @@ def _page_is_scanned(pdf: pdfium.PdfDocument, index: int, limits: PageLimits) ->
     try:
         images = image_boxes(page)
         return bool(images) and is_scanned(
-            _read_page_lines(page, index, limits), images, page.get_width() * page.get_height()
+            PageLines(limits).read(page, index), images, page.get_width() * page.get_height()
         )
     finally:
         page.close()

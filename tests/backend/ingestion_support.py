@@ -36,12 +36,30 @@ def service(data_dir):
         yield svc
 
 
+@pytest.fixture(scope="module")
+def service_one_by_one(tmp_path_factory):
+    """A service that embeds each document on its own (``ingest.embed_group_chunks: 1``), so that what
+    happens between one file and the next can be watched file by file."""
+    data = tmp_path_factory.mktemp("one-by-one") / "data"
+    with DocLens(make_settings(data, DOCLENS_INGEST_EMBED_GROUP_CHUNKS="1", **LIMITS)) as svc:
+        yield svc
+
+
+def kb_name(request) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
+
+
 @pytest.fixture
 def kb(service, request) -> str:
     """A fresh knowledge base per test, named after it."""
-    name = re.sub(r"[^a-z0-9]+", "_", request.node.name.lower())[:40]
-    service.create_kb(name)
-    return name
+    service.create_kb(kb_name(request))
+    return kb_name(request)
+
+
+@pytest.fixture
+def kb_one_by_one(service_one_by_one, request) -> str:
+    service_one_by_one.create_kb(kb_name(request))
+    return kb_name(request)
 
 
 def variant(source: Path, folder: Path, tag: str) -> Path:

@@ -25,9 +25,11 @@ from tests.backend.ingestion_support import (
     assert_consistent,
     data_dir,  # noqa: F401 - the fixture
     kb,  # noqa: F401 - the fixture
+    kb_one_by_one,  # noqa: F401 - the fixture
     leftovers,
     open_kb,
     service,  # noqa: F401 - the fixture
+    service_one_by_one,  # noqa: F401 - the fixture
 )
 from tests.conftest import BENCH, REPO_ROOT, make_settings
 
@@ -54,7 +56,8 @@ def reading_ahead() -> bool:
     return any(t.name == "read-ahead" and t.is_alive() for t in threading.enumerate())
 
 
-def test_next_file_is_read_while_the_current_one_is_embedded(service, kb):
+def test_next_file_is_read_while_the_current_one_is_embedded(service_one_by_one, kb_one_by_one):
+    service, kb = service_one_by_one, kb_one_by_one
     seen: dict[str, bool] = {}
 
     def progress(event: ProgressEvent) -> None:
@@ -72,7 +75,8 @@ def test_next_file_is_read_while_the_current_one_is_embedded(service, kb):
 
 
 @pytest.mark.slow
-def test_a_scanned_file_waits_for_its_turn_to_ocr(service, kb):
+def test_a_scanned_file_waits_for_its_turn_to_ocr(service_one_by_one, kb_one_by_one):
+    service, kb = service_one_by_one, kb_one_by_one
     scanned = BENCH / "dev-zh" / "docs" / SCANNED_DOC
     seen: list[tuple[bool, bool]] = []
 

@@ -136,14 +136,14 @@ def _page_lines(path, index: int = 0):
     import pypdfium2 as pdfium
 
     from backend.documents.figures import image_boxes
-    from backend.documents.layout import _lines_from_chars
+    from backend.documents.layout import raw_lines
     from backend.documents.pdf import _obstacles
 
     pdf = pdfium.PdfDocument(str(path))
     try:
         page = pdf[index]
         textpage = page.get_textpage()
-        lines, obstacles = _lines_from_chars(textpage), _obstacles(page, image_boxes(page))
+        lines, obstacles = raw_lines(textpage), _obstacles(page, image_boxes(page))
         textpage.close()
         return lines, obstacles
     finally:
