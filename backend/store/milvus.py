@@ -17,6 +17,7 @@ from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
 from backend.store.filters import filter_expression, in_list
+from backend.store.known import KnownCollections
 from backend.store.lite import (
     connect_failure,
     is_lite,
@@ -60,6 +61,7 @@ class MilvusStore(VectorStore):
         self.index_type = LITE_2X_INDEX if index_type == "HNSW" and self._embedded_2x else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
+        self._known = KnownCollections()  # listings answered while a collection loads
         self._lock = threading.RLock()
         self._client = self._connect(uri, token)
 
@@ -100,14 +102,18 @@ class MilvusStore(VectorStore):
     # -- collections --------------------------------------------------------------------------
 
     def list_collections(self) -> list[CollectionInfo]:
-        infos = []
-        for name in self._call("list collections", self._client.list_collections):
-            info = self._collection_info(name)
-            if info is not None:
-                infos.append(info)
+        known = self._known.listing()
+        if known is not None:
+            return known
+        names = self._call("list collections", self._client.list_collections)
+        infos = [info for info in map(self._collection_info, names) if info is not None]
+        self._known.remember(infos)
         return infos
 
     def describe(self, name: str) -> Optional[CollectionInfo]:
+        known = self._known.info(name)
+        if known is not None:
+            return known
         return self._collection_info(name) if self.has_collection(name) else None
 
     def _collection_info(self, name: str) -> Optional[CollectionInfo]:
@@ -128,9 +134,12 @@ class MilvusStore(VectorStore):
         return CollectionInfo(name=name, dim=dim, embedding_model=str(props.get(PROP_MODEL, "")))
 
     def has_collection(self, name: str) -> bool:
+        if self._known.info(name) is not None:
+            return True
         return bool(self._call(f"check collection {name}", self._client.has_collection, name))
 
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
+        self._known.forget()
         props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
         schema = self._schema(dim, props)
         try:
@@ -192,6 +201,7 @@ class MilvusStore(VectorStore):
         return {"index_type": self.index_type, "metric_type": "COSINE", "params": params}
 
     def rename_collection(self, old: str, new: str) -> None:
+        self._known.forget()
         try:
             self._client.rename_collection(old, new)
         except MilvusException as exc:
@@ -242,6 +252,7 @@ class MilvusStore(VectorStore):
                 return
 
     def drop_collection(self, name: str) -> None:
+        self._known.forget()
         self._call(f"drop collection {name}", self._client.drop_collection, name)
         self._loaded.discard(name)
 
@@ -253,7 +264,8 @@ class MilvusStore(VectorStore):
             self._collection_info(name)  # learns whether it is a schema-1 collection
             if self._embedded_2x and self.index_type == LITE_2X_INDEX:
                 self._replace_built_index(name)
-            self._call(f"load collection {name}", self._client.load_collection, name)
+            with self._known.loading():
+                self._call(f"load collection {name}", self._client.load_collection, name)
             self._loaded.add(name)
 
     def _replace_built_index(self, name: str) -> None:

@@ -244,3 +244,19 @@ def test_a_collection_an_earlier_version_indexed_with_autoindex_opens_with_flat(
     assert dense_index_type(now, "kb_67") == "FLAT"
     assert [h.row.id for h in now.keyword_search("kb_67", "kept", 5)] == ["d1:0"]
     now.close()
+
+
+def test_while_a_collection_loads_listings_are_answered_from_the_last_one(store):
+    """Milvus Lite answers one request at a time, so a listing during a load (10 s at 100k chunks) waited for
+    it, and with it the web page, which lists the knowledge bases to draw itself."""
+    store.create_collection("kb_71", DIM, "m")
+    listed = store.list_collections()
+    with store._known.loading():  # what MilvusStore.load holds around Milvus's load
+        assert store.list_collections() == listed
+        assert store.describe("kb_71") == listed[0] and store.has_collection("kb_71")
+        assert store.describe("kb_72") is None  # not in the last listing: asked
+        store.create_collection("kb_72", DIM, "m")  # this process changed the list: asked again
+        assert {info.name for info in store.list_collections()} == {"kb_71", "kb_72"}
+        store.drop_collection("kb_71")
+        assert not store.has_collection("kb_71")
+    assert [info.name for info in store.list_collections()] == ["kb_72"]
