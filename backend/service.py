@@ -52,6 +52,8 @@ class DocLens(QualityChecks):
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self._embedder: Optional[Embedder] = None
         self._embedder_lock = threading.Lock()
+        self._preparing: Optional[threading.Thread] = None
+        self._preparing_lock = threading.Lock()
         self._ingest_lock = threading.Lock()
         self._retriever = None
         self._catalogs = Catalogs()  # what each document can be called, for questions that name one
@@ -96,24 +98,28 @@ class DocLens(QualityChecks):
             return self._embedder
 
     def prepare_models_in_background(self) -> threading.Thread:
-        """Load (and on first use build) the embedding model while the app starts, not on the first click."""
+        """Load (and on first use build) the embedding model while the app starts, not on the first click.
+        Once per service: a second call returns the first call's thread."""
+        with self._preparing_lock:
+            if self._preparing is None:
+                self.model_state.started(self.settings)  # before it returns: a page drawn next shows the banner
+                self._preparing = threading.Thread(
+                    target=self._prepare_models, name="doclens-prepare-models", daemon=True
+                )
+                self._preparing.start()
+            return self._preparing
 
-        def prepare() -> None:
-            self.model_state.started(self.settings)
-            text.warm_up()
-            warm_term_list(self.settings.model_cache_dir)  # not the first cross-lingual question's
-            try:
-                _ = self.embedder  # loads (or builds) the model
-            except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
-                log.warning("embedding model not ready: %s", exc)
-                self.model_state.finished(str(exc))
-            else:
-                self._warm_question_path()
-                self.model_state.finished()
-
-        thread = threading.Thread(target=prepare, name="doclens-prepare-models", daemon=True)
-        thread.start()
-        return thread
+    def _prepare_models(self) -> None:
+        text.warm_up()
+        warm_term_list(self.settings.model_cache_dir)  # not the first cross-lingual question's
+        try:
+            _ = self.embedder  # loads (or builds) the model
+        except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
+            log.warning("embedding model not ready: %s", exc)
+            self.model_state.finished(str(exc))
+        else:
+            self._warm_question_path()
+            self.model_state.finished()
 
     def _warm_question_path(self) -> None:
         """What a first question after a start would set up: the retriever (its modules import in 0.2 s)
@@ -168,12 +174,6 @@ class DocLens(QualityChecks):
     def migrate(self, progress: Optional[ProgressCallback] = None) -> list[migration.MigratedKB]:
         """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs (see backend.migration)."""
         return migration.migrate(self, progress)
-
-    def start_in_background(self) -> DocLens:
-        """What the app does at start: load the knowledge bases and prepare the models, both in the background."""
-        self.load_all_in_background()
-        self.prepare_models_in_background()
-        return self
 
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""

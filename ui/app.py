@@ -275,11 +275,12 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
 
 def serve(settings: Settings, access: Access, service: DocLens) -> None:
     """Start the web app and block until it stops (``access``: checked by ui.exposure.checked_access).
-    ``service``: started in the background (``DocLens.start_in_background``) so that a large library does not
-    hold back the page; closed here."""
+    ``service``: its knowledge bases loading in the background (``DocLens.load_all_in_background``) so that a
+    large library does not hold back the page; its models are prepared from here on; closed here."""
     demo = None
     try:
         demo = build_app(service, access.admin)
+        service.prepare_models_in_background()  # after the page is built: three jobs at once on two cores slowed all
         demo.queue(default_concurrency_limit=4)
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)

@@ -292,10 +292,10 @@ class MilvusStore(VectorStore):
 
     def warm(self, name: str) -> None:
         """Load the collection and run one search of each kind, so that what a first search builds (Milvus
-        Lite 2.5 loads its jieba dictionary on the first keyword search: ~1 s) is ready before a user asks."""
-        self.load(name)
+        Lite 2.5 loads its jieba dictionary on the first keyword search: ~1 s) is ready before a user asks.
+        Not when it is empty: BM25 over no rows is an error there ("Invalid sparse row: NaN or Inf")."""
         info = self.describe(name)
-        if info is None or not info.dim:
+        if info is None or not info.dim or not self.count(name):  # count loads it
             return
         probe = np.ones(info.dim, dtype=np.float32) / np.sqrt(info.dim)
         self.dense_search(name, probe, 1)

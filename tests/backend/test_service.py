@@ -62,3 +62,17 @@ def test_an_upload_is_sealed_into_indexed_segments(tmp_path: Path) -> None:
             sealed = (store / "collections" / collection).rglob("partitions/*/data/*.parquet")
             assert list(sealed), "rows still only in the write buffer"
         assert service.search("papers", "能量守恒").sources
+
+
+def test_an_empty_knowledge_base_loads_at_start_without_a_failing_search(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The start's warm-up searches met Milvus's BM25 with no rows ("Invalid sparse row: NaN or Inf"), a
+    logged RPC error on every start with a new, still empty knowledge base."""
+    settings = make_settings(tmp_path)
+    with DocLens(settings) as service:
+        service.create_kb("empty")
+    with DocLens(settings) as service, caplog.at_level(logging.INFO):
+        service.load_all()
+    assert "NaN" not in caplog.text and "RPC error" not in caplog.text
+    assert "knowledge base 'empty' ready" in caplog.text
