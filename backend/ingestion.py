@@ -131,7 +131,7 @@ class Ingestor:
             result = self._ingest(upload, job, ahead)
         except BaseException as exc:
             result = _failed(upload.kb, item, exc)
-            if not isinstance(exc, Exception):  # an interrupt: recorded, and on it goes
+            if not isinstance(exc, Exception):  # an interrupt: recorded, then raised again
                 _record(upload, slot, result, time.perf_counter() - started)
                 raise
         job.seconds += time.perf_counter() - started
