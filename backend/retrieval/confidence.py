@@ -30,6 +30,8 @@ FEATURES = (
     "agreement",
     "bridged",
     "bridged_relevance",
+    "bridged_english",
+    "bridged_english_relevance",
 )
 # Used only until a calibration is fitted: a cautious guess with the right direction.
 _FALLBACK = {
@@ -43,6 +45,8 @@ _FALLBACK = {
         "agreement": 0.5,
         "bridged": 0.0,
         "bridged_relevance": 0.0,
+        "bridged_english": 0.0,
+        "bridged_english_relevance": 0.0,
     },
 }
 
@@ -52,8 +56,12 @@ def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
     head = list(sources[:top])
     if not head:
         return dict.fromkeys(FEATURES, 0.0)
-    scores = [s.scores for s in head]
+    # Sources scored across languages without a translation run on another scale (no fuzzy match, words
+    # through the term list): the best-signal features read only the sources scored like the top one, so in
+    # a library of both languages the other language's passages below the top do not lend it their scores.
+    scores = [s.scores for s in head if s.bridged == head[0].bridged]
     relevances = [s.relevance for s in head]
+    english_top = head[0].bridged and head[0].lang == "en"
     both = sum(1 for s in head if s.dense_rank is not None and s.keyword_rank is not None)
     return {
         "top_relevance": relevances[0] / 100.0,
@@ -62,10 +70,14 @@ def features(sources: Sequence[Source], top: int = 5) -> dict[str, float]:
         "margin": (relevances[0] - relevances[1]) / 100.0 if len(relevances) > 1 else relevances[0] / 100.0,
         "top_entity": max(sc.get("entity", 0.0) for sc in scores) / 100.0,
         "agreement": both / len(head),  # found by both the dense and the keyword search
-        # Sources scored across languages without a translation have other scales (no fuzzy match, words
-        # through the term list): the fit gives them their own offset and slope instead of reading them as weak.
-        "bridged": sum(1 for s in head if s.bridged) / len(head),
+        # The fit gives a top source scored across languages its own offset and slope instead of reading
+        # it as weak; a share of the top five would read a mixed library's same-language top as bridged.
+        "bridged": 1.0 if head[0].bridged else 0.0,
         "bridged_relevance": relevances[0] / 100.0 if head[0].bridged else 0.0,
+        # and one more per direction: the term list renders Chinese into English otherwise than back, so a
+        # Chinese question's English top source and an English question's Chinese one run on scales of their own
+        "bridged_english": 1.0 if english_top else 0.0,
+        "bridged_english_relevance": relevances[0] / 100.0 if english_top else 0.0,
     }
 
 
@@ -99,7 +111,7 @@ def confidence_from_features(values: dict[str, float], calibration: dict | None 
 def fit_calibration(
     rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: float = 1e-3, iterations: int = 500
 ) -> dict:
-    """Logistic regression by Newton's method (tiny data: a few thousand questions, six features)."""
+    """Logistic regression by Newton's method (tiny data: a few thousand questions, ten features)."""
     x = np.array([[r[name] for name in FEATURES] for r in rows], dtype=np.float64)
     x = np.hstack([np.ones((len(x), 1)), x])
     y = np.array(labels, dtype=np.float64)

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
-from backend.retrieval.bilingual import term_list
-from backend.text import ENGLISH_STOPWORDS, HAN, normalize, query_terms, text_language
+from backend.retrieval.bilingual import TermList, term_list
+from backend.text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, HAN, normalize, query_terms, text_language, tokenizer
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+\-]*")
@@ -112,22 +112,52 @@ def _bridge(question: str, lang: str) -> tuple[tuple[str, tuple[str, ...]], ...]
     terms = term_list()
     if lang not in ("zh", "en") or terms is None:
         return ()
-    rendered = []
-    for term in query_terms(question):
-        if lang == "zh" and _CJK_TERM.match(term):
-            rendered.append((term, terms.english(term) or _english_of_parts(term)))
-        elif lang == "en" and term.isalpha():
-            rendered.append((term, terms.chinese(term)))
+    if lang == "zh":
+        words = _chinese_words(question, terms)
+        rendered = [(word, terms.english(word) or _english_of_parts(word, terms)) for word in words]
+    else:
+        rendered = [(term, terms.chinese(term)) for term in query_terms(question) if term.isalpha()]
     return tuple((t, r) for t, r in rendered if r)
 
 
-def _english_of_parts(word: str) -> tuple[str, ...]:
-    """A word the list lacks (a compound, a name): the renderings of its two-character halves."""
-    terms = term_list()
-    if terms is None:
-        return ()
-    parts = [word[i : i + 2] for i in range(0, len(word) - 1, 2)] if len(word) >= 4 else []
-    return tuple(dict.fromkeys(r for p in parts for r in terms.english(p)[:2]))
+_HAN_RUN = re.compile(f"[{HAN}]+")
+_LONGEST_ENTRY = 8  # characters: the term list keeps words of 2-8
+
+
+def _chinese_words(question: str, terms: TermList) -> list[str]:
+    """jieba's words of the question, consecutive ones joined where together they are an entry of the term
+    list (不|平等 -> 不平等 inequality, 基辅|罗斯 -> 基辅罗斯 Kievan Rus): jieba cuts what it does not know."""
+    words: list[str] = []
+    for run in _HAN_RUN.findall(normalize(question)):
+        pieces = tokenizer().lcut(run)
+        start = 0
+        while start < len(pieces):
+            end = _longest_entry(pieces, start, terms)
+            words.append("".join(pieces[start:end]))
+            start = end
+    return list(dict.fromkeys(w for w in words if len(w) >= 2 and w not in CHINESE_STOPWORDS))
+
+
+def _english_of_parts(word: str, terms: TermList) -> tuple[str, ...]:
+    """A word the list lacks (a compound, a name): the renderings of the longest entries it is made of,
+    from the left (诺贝尔经济学奖 -> 诺贝尔 + 经济学, where two-character halves gave 诺贝 + 尔经 + 济学)."""
+    found: list[str] = []
+    start = 0
+    while start < len(word) - 1:
+        end = _longest_entry(list(word), start, terms)
+        if end - start >= 2:
+            found += terms.english(word[start:end])[:2]
+        start = end
+    return tuple(dict.fromkeys(found))
+
+
+def _longest_entry(pieces: Sequence[str], start: int, terms: TermList) -> int:
+    """Where the longest run of ``pieces`` from ``start`` that the term list has ends (start + 1: none)."""
+    for end in range(len(pieces), start + 1, -1):
+        joined = "".join(pieces[start:end])
+        if len(joined) <= _LONGEST_ENTRY and terms.english(joined):
+            return end
+    return start + 1
 
 
 # -- reranker signals across languages ------------------------------------------------------------

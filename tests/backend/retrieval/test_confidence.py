@@ -49,3 +49,25 @@ def test_reliability_table_and_ece():
         {"confidence": 0.9, "accuracy": 0.5, "n": 2},
     ]
     assert report["ece"] == pytest.approx(0.5 * 0.1 + 0.5 * 0.4)
+
+
+def test_a_same_language_top_is_read_on_its_own_scale_in_a_mixed_library():
+    top = src(60, keyword=30, semantic=40)
+    across = [src(55, keyword=100, semantic=90) for _ in range(4)]
+    for s in across:
+        s.bridged = True  # other-language passages below the top, scored through the term list
+    values = features([top, *across])
+    assert values["bridged"] == 0.0 and values["bridged_relevance"] == 0.0
+    assert values["top_keyword"] == 0.3 and values["top_semantic"] == 0.4
+    assert features([src(60), *across])["margin"] == pytest.approx(0.05)  # the ranking's own runner-up
+    bridged_top = features([*across, top])
+    assert bridged_top["bridged"] == 1.0 and bridged_top["top_keyword"] == 1.0
+
+
+@pytest.mark.parametrize("lang,english", [("en", 1.0), ("zh", 0.0)])
+def test_a_top_source_scored_across_languages_is_read_per_direction(lang, english):
+    top = src(40, keyword=20, semantic=50)
+    top.bridged, top.lang = True, lang
+    values = features([top, src(30)])
+    assert values["bridged"] == 1.0 and values["bridged_relevance"] == 0.4
+    assert values["bridged_english"] == english and values["bridged_english_relevance"] == 0.4 * english

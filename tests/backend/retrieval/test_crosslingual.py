@@ -92,3 +92,13 @@ def test_the_bridge_search_is_left_out_when_the_model_translated():
     translated = xl.plan(plan.question, [plan.question, "What color is the ABC logo?"])
     runs = xl.keyword_queries(translated, [plan.question, "What color is the ABC logo?"])
     assert [(lang, bridge) for _, lang, bridge in runs] == [("zh", False), ("en", False)]
+
+
+def test_words_jieba_cuts_are_joined_where_the_term_list_has_them_whole():
+    assert "inequality" in dict(xl.plan("不平等如何阻碍增长?").bridge)["不平等"]  # jieba: 不 | 平等
+    assert "kievan" in dict(xl.plan("成吉思汗的孙子哪一年入侵基辅罗斯?").bridge)["基辅罗斯"]  # 基辅 | 罗斯
+
+
+def test_a_word_the_list_lacks_is_rendered_through_the_longest_entries_it_is_made_of():
+    renderings = dict(xl.plan("谁获得了诺贝尔经济学奖?").bridge)["诺贝尔经济学奖"]
+    assert {"nobel", "economics"} <= set(renderings)

@@ -50,11 +50,14 @@ def test_the_default_mode_is_not_below_dense_search_across_languages(service, be
 
 @pytest.mark.parametrize("bench_set,doc", [("xl-dev-zh2en", ENGLISH_DOC), ("xl-dev-en2zh", CHINESE_DOC)])
 def test_found_answers_are_not_shown_as_untrustworthy(service, bench_set, doc):
-    # Before: ~1 % confidence for cross-lingual questions whose answer was in the top five. On one-language
-    # libraries it is now calibrated (README); in this mixed library passages in the question's own language
-    # compete at the top and en->zh found answers average ~24 %, zh->en above 50 %.
-    found = [confidence for hit, confidence in hits_at_5(service, questions(bench_set, doc), "rerank") if hit]
-    assert found and statistics.fmean(found) >= 20.0, found
+    # At first ~1 % confidence for cross-lingual questions whose answer was in the top five. Then, in this
+    # mixed library, en->zh found answers averaged 23 % and the missed ones 28 %: the other language's
+    # passages below a same-language top lent it their scores. Now ~46 % found, ~14 % missed (zh->en ~70 %).
+    results = hits_at_5(service, questions(bench_set, doc), "rerank")
+    found = [confidence for hit, confidence in results if hit]
+    missed = [confidence for hit, confidence in results if not hit]
+    assert found and statistics.fmean(found) >= 35.0, found
+    assert not missed or statistics.fmean(missed) < statistics.fmean(found), (missed, found)
 
 
 def test_passages_in_the_other_language_are_scored_across_languages(service):
