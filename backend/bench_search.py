@@ -24,6 +24,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from backend.processes import free_port, stop
 from backend.settings import Settings
 from backend.store import lite_server
 from backend.store.base import ChunkRow, SearchFilter
@@ -403,16 +404,16 @@ def _run_size(settings: Settings, base: Base, chunks: int, folder: Path, server:
             build_kb(sized, base, chunks)
             (folder / "complete").write_text(f"{time.perf_counter() - started:.0f} s\n")
             if proc is not None:  # measure a restarted server, as after a reboot
-                lite_server.stop(proc)
+                stop(proc)
                 proc, uri = _start_server(folder / "server-store", uri)
         return measure_size(sized, base, chunks, server_pid=proc.pid if proc else None)
     finally:
         if proc is not None:
-            lite_server.stop(proc)
+            stop(proc)
 
 
 def _start_server(data_dir: Path, uri: str = "") -> tuple[subprocess.Popen, str]:
-    port = int(uri.rsplit(":", 1)[1]) if uri else lite_server.free_port()
+    port = int(uri.rsplit(":", 1)[1]) if uri else free_port()
     return lite_server.start(data_dir, port), f"http://127.0.0.1:{port}"
 
 

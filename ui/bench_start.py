@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -19,6 +18,7 @@ from typing import Any
 
 from backend.bench_search import KB_NAME, engine_tag
 from backend.errors import DocLensError
+from backend.processes import free_port, stop
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ def run(settings: Settings, chunks: int, runs: int) -> dict[str, Any]:
 
 
 def one_start(data_dir: Path, model_cache: Path) -> dict[str, float]:
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DOCLENS_DATA_DIR": str(data_dir),
@@ -76,8 +76,7 @@ def one_start(data_dir: Path, model_cache: Path) -> dict[str, float]:
         Client(url, verbose=False).predict(KB_NAME, QUESTION, api_name="/ask")
         return {"page_s": round(page, 1), "first_answer_s": round(time.perf_counter() - started, 1)}
     finally:
-        app.terminate()
-        app.wait(timeout=60)
+        stop(app)
 
 
 def _wait_for_page(url: str, app: subprocess.Popen) -> None:
@@ -91,12 +90,6 @@ def _wait_for_page(url: str, app: subprocess.Popen) -> None:
         except OSError:
             time.sleep(0.1)
     raise DocLensError(f"bench-start: no page after {PAGE_TIMEOUT_S} s")
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def table(report: dict[str, Any]) -> str:

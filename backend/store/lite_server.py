@@ -47,21 +47,6 @@ def start(store: Path, port: int) -> subprocess.Popen:
     raise RuntimeError(f"the Milvus Lite server for {store} did not start in {START_TIMEOUT_S} s")
 
 
-def stop(proc: subprocess.Popen) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(timeout=10)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--store", required=True, type=Path, help="the store path, e.g. data/milvus.db")

@@ -52,14 +52,12 @@ def kb_name(request) -> str:
 @pytest.fixture
 def kb(service, request) -> str:
     """A fresh knowledge base per test, named after it."""
-    service.create_kb(kb_name(request))
-    return kb_name(request)
+    return service.create_kb(kb_name(request)).name
 
 
 @pytest.fixture
 def kb_one_by_one(service_one_by_one, request) -> str:
-    service_one_by_one.create_kb(kb_name(request))
-    return kb_name(request)
+    return service_one_by_one.create_kb(kb_name(request)).name
 
 
 def variant(source: Path, folder: Path, tag: str) -> Path:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,6 +16,7 @@ from typing import Iterator, Optional
 
 import pytest
 
+from backend.processes import free_port, stop
 from tests.support.fake_openai import FakeOpenAI, default_reply
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -45,12 +45,6 @@ class RunningApp:
     log_path: Path
     data_dir: Optional[Path] = None
     upload_dir: Optional[Path] = None  # the app's GRADIO_TEMP_DIR
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_until_serving(url: str, process: subprocess.Popen, log_path: Path) -> None:
@@ -112,12 +106,7 @@ def running_app(data_dir: Path, log_name: str, **env: str) -> Iterator[RunningAp
             wait_until_serving(url, process, log_path)
             yield RunningApp(url, fake, log_path, data_dir, upload_dir_for(data_dir))
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
+            stop(process, timeout=20)
 
 
 @pytest.fixture(scope="session")

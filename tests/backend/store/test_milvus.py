@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from backend.errors import StoreError
+from backend.processes import free_port, stop
 from backend.store import lite_server
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.filters import filter_expression, quote
@@ -17,10 +18,10 @@ DIM = 8
 @pytest.fixture(scope="module")
 def milvus_server(tmp_path_factory):
     """A Milvus Lite server on TCP: the same protocol a Milvus standalone speaks."""
-    port = lite_server.free_port()
+    port = free_port()
     proc = lite_server.start(tmp_path_factory.mktemp("server-store") / "store", port)
     yield f"http://127.0.0.1:{port}"
-    lite_server.stop(proc)
+    stop(proc)
 
 
 @pytest.fixture(params=["lite", "server"])
@@ -126,7 +127,7 @@ def test_filter_values_are_escaped():
 
 
 def test_unreachable_server_is_one_clear_line():
-    uri = f"http://127.0.0.1:{lite_server.free_port()}"  # nothing listens there
+    uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
     with pytest.raises(StoreError, match=f"cannot reach Milvus at {uri}"):
         MilvusStore(uri)
 
