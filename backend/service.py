@@ -120,6 +120,7 @@ class DocLens(QualityChecks):
         else:
             self._warm_question_path()
             self.model_state.finished()
+            self._warm_reference_questions()
 
     def _warm_question_path(self) -> None:
         """What a first question after a start would set up: the retriever (its modules import in 0.2 s)
@@ -129,6 +130,15 @@ class DocLens(QualityChecks):
             self.embedder.warm_up()
         except DocLensError as exc:  # the first question then pays for it, and says why if it fails
             log.warning("question path not warmed up: %s", exc)
+
+    def _warm_reference_questions(self) -> None:
+        """The first question across languages would embed the hubness references (about 1 s): done here,
+        after the banner says the models are ready, so a first question in the documents' language never waits."""
+        try:
+            for lang in ("zh", "en"):
+                self.retriever.hubs.references(lang)
+        except DocLensError as exc:
+            log.warning("hubness references not prepared: %s", exc)
 
     def _embedding_signature(self) -> tuple[str, int]:
         """What a knowledge base records; known before the model is ready for bundled models, so creating

@@ -93,6 +93,8 @@ class RetrievalSettings(_Section):
     top_k: int = Field(default=5, ge=1, le=100)
     rerank_candidates: int = Field(default=40, ge=1, le=1000)
     query_expansion: bool = True
+    # weight of the hubness correction for passages in the other language (retrieval/hubness.py); 0 = off
+    hub_correction: float = Field(default=0.6, ge=0, le=2)
 
 
 class RerankSettings(_Section):

@@ -154,7 +154,7 @@ class Source:
     scores: dict[str, float] = field(default_factory=dict)  # fuzzy, keyword, semantic, length, rank, entity
     dense_rank: Optional[int] = None  # 1-based rank in the dense search, None if not found there
     keyword_rank: Optional[int] = None  # 1-based rank in the BM25 search
-    similarity: Optional[float] = None  # cosine similarity question/chunk
+    similarity: Optional[float] = None  # cosine question/chunk (across languages: less its hubness, hubness.py)
     rrf: float = 0.0
     chunk_id: str = ""
     lang: str = ""  # the chunk's language: "zh", "en" or "" (unknown)

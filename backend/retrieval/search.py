@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 
-from backend.retrieval import crosslingual
+from backend.retrieval import crosslingual, hubness
 from backend.retrieval.confidence import confidence
 from backend.retrieval.doc_scope import Scope, named_pages_first, narrowed
 from backend.retrieval.fusion import RankedList, order_by_score, weighted_rrf
@@ -38,6 +38,7 @@ class Retriever:
         self.translator = translator
         self._translations: dict[str, Optional[str]] = {}
         self._lock = threading.Lock()
+        self.hubs = hubness.HubScores(embedder)
 
     def search(
         self,
@@ -59,9 +60,13 @@ class Retriever:
         question_plan = crosslingual.plan(question, queries)
         vectors = self.embedder.embed_queries(queries)
         dense_lists, keyword_runs = self._hit_lists(collection, mode, queries, vectors, question_plan, where)
+        needing = _needing_vectors(question_plan, dense_lists, keyword_runs)
+        stored = self.store.vectors(collection, needing) if needing else {}
+        corrections = self._hub_corrections(question_plan, stored)
+        dense_lists = [_corrected(hits, corrections) for hits in dense_lists]
         candidates = _collect(dense_lists, keyword_runs)
         named_pages = self._named_page_sources(collection, scope, candidates)
-        self._fill_similarity(collection, candidates, vectors)
+        self._fill_similarity(collection, candidates, vectors, stored, corrections)
         fused = self._fuse(dense_lists, keyword_runs, candidates)
         named_ids = {s.chunk_id for s in named_pages}
         ordered = named_pages + [candidates[i] for i in order_by_score(fused) if i not in named_ids]
@@ -162,13 +167,32 @@ class Retriever:
                     named.append(candidates.setdefault(row.id, _source(Hit(row, 0.0))))
         return named
 
-    def _fill_similarity(self, collection: str, candidates: dict[str, Source], vectors: np.ndarray) -> None:
-        """Keyword-only hits get the real cosine too, from their stored vectors."""
+    def _hub_corrections(
+        self, question_plan: crosslingual.QuestionPlan, stored: dict[str, np.ndarray]
+    ) -> dict[str, float]:
+        """What each candidate in the other language (scored without a translation) adds to its cosine."""
+        weight = self.settings.retrieval.hub_correction
+        if weight <= 0 or not question_plan.lang or not stored:
+            return {}
+        ids = list(stored)
+        hubs = self.hubs.of(question_plan.lang, np.stack([stored[i] for i in ids]))
+        return hubness.corrections(dict(zip(ids, map(float, hubs))), weight)
+
+    def _fill_similarity(
+        self,
+        collection: str,
+        candidates: dict[str, Source],
+        vectors: np.ndarray,
+        stored: dict[str, np.ndarray],
+        corrections: dict[str, float],
+    ) -> None:
+        """Keyword-only hits get the real cosine too, from their stored vectors (corrected like the dense hits)."""
         missing = [cid for cid, s in candidates.items() if s.similarity is None]
-        stored = self.store.vectors(collection, missing) if missing else {}
+        unfetched = [cid for cid in missing if cid not in stored]
+        stored = {**stored, **(self.store.vectors(collection, unfetched) if unfetched else {})}
         for cid in missing:
             if cid in stored:
-                candidates[cid].similarity = float(np.max(vectors @ stored[cid]))
+                candidates[cid].similarity = float(np.max(vectors @ stored[cid])) + corrections.get(cid, 0.0)
 
     def _queries(self, question: str) -> list[str]:
         queries = [question]
@@ -222,6 +246,31 @@ def _collect(dense_lists: list[list[Hit]], keyword_runs: list[crosslingual.Keywo
             source = candidates.setdefault(hit.row.id, _source(hit))
             source.keyword_rank = min(rank, source.keyword_rank or rank)
     return candidates
+
+
+def _needing_vectors(
+    question_plan: crosslingual.QuestionPlan,
+    dense_lists: list[list[Hit]],
+    keyword_runs: list[crosslingual.KeywordRun],
+) -> list[str]:
+    """The candidates in the other language that are scored without a translation: their hubness is
+    measured (hubness.py), so their vectors are fetched, once."""
+    hits = [hit for hits in dense_lists for hit in hits] + [hit for run in keyword_runs for hit in run.hits]
+    return list(
+        dict.fromkeys(
+            hit.row.id
+            for hit in hits
+            if question_plan.crosses(hit.row.lang) and question_plan.question_for(hit.row.lang) is None
+        )
+    )
+
+
+def _corrected(hits: list[Hit], corrections: dict[str, float]) -> list[Hit]:
+    """A dense list with its hubs' cosines corrected, in its new order."""
+    if not corrections:
+        return hits
+    scored = [Hit(hit.row, hit.score + corrections.get(hit.row.id, 0.0)) for hit in hits]
+    return sorted(scored, key=lambda hit: -hit.score)
 
 
 def _source(hit: Hit) -> Source:
