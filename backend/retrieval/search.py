@@ -172,7 +172,7 @@ class Retriever:
     ) -> dict[str, float]:
         """What each candidate in the other language (scored without a translation) adds to its cosine."""
         weight = self.settings.retrieval.hub_correction
-        if weight <= 0 or not question_plan.lang or not stored:
+        if weight <= 0 or not stored:  # stored holds only other-language candidates: none without a language
             return {}
         ids = list(stored)
         hubs = self.hubs.of(question_plan.lang, np.stack([stored[i] for i in ids]))
