@@ -104,6 +104,7 @@ class RerankSettings(_Section):
     length: float = Field(default=0.12, ge=0)
     rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
+    document: float = Field(default=0.40, ge=0)
 
 
 class ConfidenceSettings(_Section):

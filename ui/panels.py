@@ -12,7 +12,7 @@ from ui.icons import icon
 from ui.latex import document_text, md_literal, protect_currency
 from ui.messages import translate_notice
 
-SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length")
+SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length", "document")
 CHART_SOURCES = 3
 EXCERPT_CHARS = 420
 
@@ -25,6 +25,7 @@ def signal_name(lang: str, name: str) -> str:
         "rank": text(lang, "rank", "排名"),
         "entity": text(lang, "entity", "实体"),
         "length": text(lang, "length", "长度"),
+        "document": text(lang, "document", "文档"),
     }
     return names.get(name, name)
 

@@ -48,14 +48,14 @@ class TermList:
         return self.zh_to_en.get(chinese_word, ())
 
     def chinese(self, english_word: str) -> tuple[str, ...]:
-        for form in _english_forms(english_word):
+        for form in english_forms(english_word):
             found = self.en_to_zh.get(form)
             if found:
                 return found
         return ()
 
 
-def _english_forms(word: str) -> list[str]:
+def english_forms(word: str) -> list[str]:
     """The word and crude stems (plural, past, gerund), so "hired" finds the sense "hire"."""
     forms = [word]
     for suffix, replacement in (

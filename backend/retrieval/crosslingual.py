@@ -7,8 +7,9 @@ question's (mixed libraries are the normal case):
 - the keyword search of the question counts only through what survives translation (numbers, Latin names,
   formulas, acronyms: the *anchors*), and a second keyword search runs on the question's words rendered in
   the other language by the bilingual term list (the *bridge*);
-- the reranker scores keyword coverage through the bridge, entities through the anchors, drops the
-  fuzzy match, and leans on the semantic score;
+- the reranker scores keyword coverage through the bridge both ways (a question word is found when its
+  rendering is in the passage, or when a word of the passage renders to it), entities through the anchors,
+  drops the fuzzy match, and leans on the semantic score;
 - with a model configured, the model's translation of the question takes the question's place for the
   passages in the translation's language (it is searched and fused too).
 """
@@ -21,13 +22,14 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
-from backend.retrieval.bilingual import TermList, term_list
+from backend.retrieval.bilingual import TermList, english_forms, term_list
 from backend.text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, HAN, normalize, query_terms, text_language, tokenizer
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+\-]*")
 _ACRONYM = re.compile(r"^(?:[A-Z][A-Z0-9&\-]+|[A-Za-z]+\d[A-Za-z0-9]*)$")  # NFL, CO2, H2O, 4G
 _WORD = re.compile(r"[a-z0-9]+")
+_ENGLISH_WORD = re.compile(r"[a-z][a-z\-']*[a-z]")
 _CJK_TERM = re.compile(f"^[{HAN}]+$")
 
 # Weights of the reranker's signals for a candidate in another language than the question (tuned on the
@@ -189,14 +191,43 @@ def _bridge_items(plan_: QuestionPlan) -> list[tuple[str, tuple[str, ...]]]:
 
 
 def _bridge_coverage(plan_: QuestionPlan, haystack: str, words: set[str]) -> float:
-    """Share of the question's words whose rendering (or, for an anchor, itself) is in the passage, longer
-    words counting more. (Weighting by rarity among the candidates, as within one language, measured worse.)"""
+    """Share of the question's words found in the passage, longer words counting more. A word is found when
+    one of its renderings (or, for an anchor, the word itself) is in the passage, or when a word of the
+    passage renders back to it: the list gives a word's first senses only (标志 -> sign, mark, symbol),
+    while the passage's "logo" renders to 标志. (Weighting by rarity among the candidates measured worse.)"""
     items = _bridge_items(plan_)
     if not items:
         return 0.0
+    bridged = {term for term, _ in plan_.bridge}
+    back = passage_renderings(haystack, plan_.other) if bridged else frozenset()
     weights = [math.log1p(len(t)) for t, _ in items]
-    found = sum(w for (_, renderings), w in zip(items, weights) if any(_found(r, haystack, words) for r in renderings))
+    found = sum(
+        w
+        for (term, renderings), w in zip(items, weights)
+        if any(_found(r, haystack, words) for r in renderings) or (term in bridged and _rendered_back(term, back))
+    )
     return 100.0 * found / sum(weights)
+
+
+@lru_cache(maxsize=8192)
+def passage_renderings(haystack: str, passage_lang: str) -> frozenset[str]:
+    """The words of a (normalised) passage rendered in the other language by the term list."""
+    terms = term_list()
+    if terms is None:
+        return frozenset()
+    if passage_lang == "en":
+        return frozenset(r for word in set(_ENGLISH_WORD.findall(haystack)) for r in terms.chinese(word))
+    if passage_lang == "zh":
+        pieces = {w for run in _HAN_RUN.findall(haystack) for w in tokenizer().lcut(run) if len(w) >= 2}
+        return frozenset(r for word in pieces for r in terms.english(word))
+    return frozenset()
+
+
+def _rendered_back(term: str, back: frozenset[str]) -> bool:
+    """Is the question's word among the passage's renderings (an English word in any of its crude forms)?"""
+    if _CJK_TERM.match(term):
+        return term in back
+    return any(form in back for form in english_forms(term))
 
 
 def _found(term: str, haystack: str, words: set[str]) -> bool:

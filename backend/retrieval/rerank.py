@@ -1,4 +1,5 @@
-"""The composite rule-based reranker: six signals of 0-100 each, a weighted mean as the relevance.
+"""The composite rule-based reranker: six signals of 0-100 each of the passage itself, a weighted mean as
+its own relevance, then blended with its document's best passage (the ``document`` signal).
 
 Every signal is kept on the source so the user sees why a passage ranks where it does.
 """
@@ -17,6 +18,9 @@ from backend.text import normalize, query_entities, query_terms, searchable
 from backend.types import Source
 
 SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
+# The best own relevance among the candidates of the passage's document: a question is mostly about one
+# document, so the passages beside its best match outrank a lone look-alike from another document.
+DOCUMENT = "document"
 # Cosine similarities of e5-style models sit in a narrow band; this maps that band onto 0-100.
 SEMANTIC_FLOOR = 0.70
 SEMANTIC_CEILING = 0.92
@@ -128,4 +132,16 @@ def rerank(
         }
         source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
         source.relevance *= kind_factor(question, source.kind)
+    with_document(candidates, weights.document)
     return sorted(candidates, key=lambda s: -s.relevance)
+
+
+def with_document(candidates: Sequence[Source], share: float) -> None:
+    """Each candidate's relevance blended with the best relevance among its document's candidates, which
+    counts ``share`` against the passage's own 1.0 (the best passage of a document keeps its own score)."""
+    best: dict[str, float] = {}
+    for source in candidates:
+        best[source.doc_id] = max(best.get(source.doc_id, 0.0), source.relevance)
+    for source in candidates:
+        source.scores[DOCUMENT] = best[source.doc_id]
+        source.relevance = (source.relevance + share * best[source.doc_id]) / (1.0 + share)

@@ -58,6 +58,21 @@ def test_cross_signals_find_the_rendered_words_and_the_anchors():
     assert miss["entity"] == 0.0 and 0.0 < hit["semantic"] <= 100.0
 
 
+def test_a_question_word_is_found_when_a_word_of_the_passage_renders_to_it():
+    """The list gives 标志 its first senses (sign, mark, symbol); the passage says "logo", which renders
+    back to 标志. Likewise an English question's "doctor" (先生, 医生, 博士) is found in a passage's 大夫."""
+    assert "logo" not in dict(xl.plan("美国广播公司的标志是什么?").bridge)["标志"]
+    chinese = xl.plan("美国广播公司的标志是什么?")
+    with_logo = xl.cross_signals(chinese, "The network unveiled a new logo for the fall season.", 0.84)
+    without = xl.cross_signals(chinese, "The network unveiled a new schedule for the fall season.", 0.84)
+    assert with_logo["keyword"] > without["keyword"]
+    english = xl.plan("Which doctor treated the king?")
+    assert "大夫" not in dict(english.bridge)["doctor"]
+    named = xl.cross_signals(english, "国王请来了一位大夫。", 0.84)
+    other = xl.cross_signals(english, "国王请来了一位商人。", 0.84)
+    assert named["keyword"] > other["keyword"]
+
+
 def test_rerank_scores_other_language_candidates_with_the_cross_signals():
     plan = xl.plan("2001年美国广播公司的标志是什么颜色的？")
     candidates = [

@@ -8,10 +8,10 @@ from backend.text import query_entities, query_terms
 from backend.types import Source
 
 
-def source(text, similarity=None, dense_rank=None, keyword_rank=None):
+def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
     return Source(
-        file="f.pdf",
-        doc_id="d",
+        file=f"{doc}.pdf",
+        doc_id=doc,
         page=1,
         page_end=1,
         chunk_index=0,
@@ -45,7 +45,7 @@ def test_keyword_coverage_counts_words_found():
 
 
 def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
-    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1)
+    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1, document=0)
     candidates = [
         source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
         source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
@@ -53,11 +53,38 @@ def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
     ]
     ranked = rr.rerank("Where was Super Bowl 50 played?", candidates, weights)
     for s in ranked:
-        assert set(s.scores) == set(rr.SIGNALS)
+        assert set(s.scores) == {*rr.SIGNALS, rr.DOCUMENT}
         assert all(0.0 <= v <= 100.0 for v in s.scores.values())
-        assert s.relevance == pytest.approx(sum(s.scores.values()) / 6)
+        assert s.relevance == pytest.approx(sum(s.scores[name] for name in rr.SIGNALS) / 6)
         assert 0.0 <= s.relevance <= 100.0
     assert ranked[0].text.startswith("Super Bowl 50")
+
+
+def test_a_passage_beside_the_best_match_outranks_a_look_alike_from_another_document():
+    """Questions are mostly about one document: of two passages that score the same on their own, the one
+    whose document holds the best match ranks first, and the document's best passage keeps its own score."""
+    weights = RerankSettings()
+    best = source("Kublai Khan founded the Yuan dynasty in 1271 and ruled China from Khanbaliq.", 0.90, 1, 1, "yuan")
+    beside = source("His reign saw paper money and a postal relay system across the empire.", 0.80, 3, None, "yuan")
+    elsewhere = source("His reign saw paper money and a postal relay system across the empire.", 0.80, 2, None, "misc")
+    ranked = rr.rerank("What did Kublai Khan's reign see?", [best, elsewhere, beside], weights)
+    assert [s.doc_id for s in ranked[:2]] == ["yuan", "yuan"], [(s.doc_id, s.relevance) for s in ranked]
+    top = ranked[0]
+    assert top is best and top.scores[rr.DOCUMENT] == pytest.approx(top.relevance)
+    assert beside.relevance > elsewhere.relevance
+    assert (
+        beside.scores[rr.DOCUMENT] == pytest.approx(best.relevance) and elsewhere.scores[rr.DOCUMENT] < best.relevance
+    )
+
+
+def test_without_the_document_share_the_relevance_is_the_passage_own():
+    candidates = [source("alpha beta gamma " * 10, 0.85, 1, 1, "a"), source("alpha " * 30, 0.75, 2, None, "a")]
+    ranked = rr.rerank("alpha beta gamma?", candidates, RerankSettings(document=0))
+    weights = RerankSettings()
+    own = sum(getattr(weights, name) * ranked[1].scores[name] for name in rr.SIGNALS) / sum(
+        getattr(weights, name) for name in rr.SIGNALS
+    )
+    assert ranked[1].relevance == pytest.approx(own)
 
 
 def test_semantic_score_maps_cosine_band_and_missing_similarity():
