@@ -39,23 +39,45 @@ WORDS_PER_SENSE = 3  # longer senses are explanations, not translations
 CHINESE_PER_ENGLISH = 3  # Chinese words kept per English word
 
 
+SHORT_WORD = 4  # characters: the Chinese words looked up inside a passage (longer ones are phrases)
+
+
 class TermList:
     def __init__(self, zh_to_en: dict[str, tuple[str, ...]], en_to_zh: dict[str, tuple[str, ...]]):
         self.zh_to_en = zh_to_en
         self.en_to_zh = en_to_zh
+        self._rendering_to: Optional[dict[str, tuple[str, ...]]] = None
+        self._lock = threading.Lock()
 
     def english(self, chinese_word: str) -> tuple[str, ...]:
         return self.zh_to_en.get(chinese_word, ())
 
     def chinese(self, english_word: str) -> tuple[str, ...]:
-        for form in english_forms(english_word):
+        for form in _english_forms(english_word):
             found = self.en_to_zh.get(form)
             if found:
                 return found
         return ()
 
+    def rendered_to(self, english_word: str) -> tuple[str, ...]:
+        """Every Chinese word of 2-4 characters that the list renders to this English word (any of its crude
+        forms), not just the most frequent three of ``chinese``: 大夫 for "doctor" as well as 医生."""
+        index = self._reverse_index()
+        return tuple(dict.fromkeys(w for form in _english_forms(english_word) for w in index.get(form, ())))
 
-def english_forms(word: str) -> list[str]:
+    def _reverse_index(self) -> dict[str, tuple[str, ...]]:
+        with self._lock:  # built once, on the first English question about Chinese passages (~0.3 s)
+            if self._rendering_to is None:
+                index: dict[str, list[str]] = {}
+                for chinese_word, renderings in self.zh_to_en.items():
+                    if len(chinese_word) <= SHORT_WORD:
+                        for english_word in renderings:
+                            index.setdefault(english_word, []).append(chinese_word)
+                self._rendering_to = {k: tuple(v) for k, v in index.items()}
+            return self._rendering_to
+
+
+def _english_forms(word: str) -> list[str]:
     """The word and crude stems (plural, past, gerund), so "hired" finds the sense "hire"."""
     forms = [word]
     for suffix, replacement in (

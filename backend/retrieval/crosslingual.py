@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Optional, Sequence
 
-from backend.retrieval.bilingual import TermList, english_forms, term_list
+from backend.retrieval.bilingual import TermList, term_list
 from backend.text import CHINESE_STOPWORDS, ENGLISH_STOPWORDS, HAN, normalize, query_terms, text_language, tokenizer
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
@@ -199,35 +199,39 @@ def _bridge_coverage(plan_: QuestionPlan, haystack: str, words: set[str]) -> flo
     if not items:
         return 0.0
     bridged = {term for term, _ in plan_.bridge}
-    back = passage_renderings(haystack, plan_.other) if bridged else frozenset()
+    back = english_renderings(haystack) if bridged and plan_.lang == "zh" else frozenset()
     weights = [math.log1p(len(t)) for t, _ in items]
     found = sum(
         w
         for (term, renderings), w in zip(items, weights)
-        if any(_found(r, haystack, words) for r in renderings) or (term in bridged and _rendered_back(term, back))
+        if any(_found(r, haystack, words) for r in renderings)
+        or (term in bridged and _rendered_back(term, plan_.lang, haystack, back))
     )
     return 100.0 * found / sum(weights)
 
 
-@lru_cache(maxsize=8192)
-def passage_renderings(haystack: str, passage_lang: str) -> frozenset[str]:
-    """The words of a (normalised) passage rendered in the other language by the term list."""
+@lru_cache(maxsize=2048)  # the candidates of the last ~50 questions: a few MB
+def english_renderings(haystack: str) -> frozenset[str]:
+    """The Chinese words the English words of a (normalised) passage render to."""
     terms = term_list()
     if terms is None:
         return frozenset()
-    if passage_lang == "en":
-        return frozenset(r for word in set(_ENGLISH_WORD.findall(haystack)) for r in terms.chinese(word))
-    if passage_lang == "zh":
-        pieces = {w for run in _HAN_RUN.findall(haystack) for w in tokenizer().lcut(run) if len(w) >= 2}
-        return frozenset(r for word in pieces for r in terms.english(word))
-    return frozenset()
+    return frozenset(r for word in set(_ENGLISH_WORD.findall(haystack)) for r in terms.chinese(word))
 
 
-def _rendered_back(term: str, back: frozenset[str]) -> bool:
-    """Is the question's word among the passage's renderings (an English word in any of its crude forms)?"""
-    if _CJK_TERM.match(term):
+@lru_cache(maxsize=4096)
+def _chinese_rendering_to(english_word: str) -> tuple[str, ...]:
+    terms = term_list()
+    return terms.rendered_to(english_word) if terms is not None else ()
+
+
+def _rendered_back(term: str, question_lang: str, haystack: str, back: frozenset[str]) -> bool:
+    """Does a word of the passage render to the question's word? A Chinese question's word is looked up
+    among the renderings of the English passage's words; an English question's word is looked for as every
+    short Chinese word that renders to it, inside the Chinese passage (no segmentation needed)."""
+    if question_lang == "zh":
         return term in back
-    return any(form in back for form in english_forms(term))
+    return any(word in haystack for word in _chinese_rendering_to(term))
 
 
 def _found(term: str, haystack: str, words: set[str]) -> bool:

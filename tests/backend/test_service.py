@@ -35,7 +35,10 @@ def test_the_first_question_after_a_start_finds_the_question_path_warm(tmp_path:
     with DocLens(make_settings(tmp_path)) as service:
         service.prepare_models_in_background().join(timeout=300)
         assert service._retriever is not None
-        assert service._embedder.runner.query_request.latency > 0  # a question was embedded
+        assert set(service._retriever.hubs._references) == {"zh", "en"}  # questions of both languages embedded
+        runner = getattr(service._embedder, "runner", None)  # OpenVINO (CPUs with VNNI); torch elsewhere
+        if runner is not None:
+            assert runner.query_request.latency > 0  # the question's kernels were set up
 
 
 def test_a_model_that_cannot_load_is_a_warning_not_a_crash(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:

@@ -181,11 +181,13 @@ def test_a_stream_stalling_mid_answer_ends_in_an_extractive_answer(
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
-    fake.hang_next(10, after_chunks=2, path=CHAT_PATH)
+    fake.hang_next(60, after_chunks=2, path=CHAT_PATH)
+    service.search(KB, QUESTION)  # the first question's one-time set-up is not what is timed
     started = time.monotonic()
     *steps, last = list(service.ask_stream(KB, QUESTION))
     final = last.answer
-    assert time.monotonic() - started < 6
+    # did not wait for the stalled stream (the bound leaves room for a search on a busy 2-core machine)
+    assert time.monotonic() - started < 30
     assert steps and all(step.delta and not step.done for step in steps)  # what had arrived was shown
     assert isinstance(final, Answer) and final.mode == "extractive" and "timed out" in final.notice
 
@@ -302,10 +304,11 @@ def test_a_hanging_model_times_out_into_an_extractive_answer(
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
-    fake.hang_next(10, path=CHAT_PATH)
+    fake.hang_next(60, path=CHAT_PATH)
+    service.search(KB, QUESTION)  # the first question's one-time set-up is not what is timed
     started = time.monotonic()
     answer = service.ask(KB, QUESTION)
-    assert time.monotonic() - started < 6
+    assert time.monotonic() - started < 30  # did not wait for the hanging model
     assert answer.mode == "extractive" and "timed out" in answer.notice and answer.sources
 
 
