@@ -181,8 +181,8 @@ def test_a_stream_stalling_mid_answer_ends_in_an_extractive_answer(
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
+    service.search(KB, QUESTION)  # the first question's set-up (and its translation) is not what is timed
     fake.hang_next(60, after_chunks=2, path=CHAT_PATH)
-    service.search(KB, QUESTION)  # the first question's one-time set-up is not what is timed
     started = time.monotonic()
     *steps, last = list(service.ask_stream(KB, QUESTION))
     final = last.answer
@@ -304,8 +304,8 @@ def test_a_hanging_model_times_out_into_an_extractive_answer(
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
+    service.search(KB, QUESTION)  # the first question's set-up (and its translation) is not what is timed
     fake.hang_next(60, path=CHAT_PATH)
-    service.search(KB, QUESTION)  # the first question's one-time set-up is not what is timed
     started = time.monotonic()
     answer = service.ask(KB, QUESTION)
     assert time.monotonic() - started < 30  # did not wait for the hanging model
