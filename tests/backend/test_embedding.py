@@ -71,6 +71,11 @@ def bf16_small_batches(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
     return create_embedder(settings)
 
 
+def _assert_same_directions(vectors: np.ndarray, expected: np.ndarray) -> None:
+    assert vectors.shape == expected.shape
+    assert np.min(np.sum(vectors * expected, axis=1)) > 0.9999, np.sum(vectors * expected, axis=1)
+
+
 def _assert_unit_rows(vectors: np.ndarray, rows: int, dim: int) -> None:
     assert vectors.dtype == np.float32 and vectors.shape == (rows, dim)
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
@@ -178,8 +183,10 @@ def test_texts_from_real_papers_that_broke_the_tokenizer_are_embedded(
     for embedder in (f32, bf16_small_batches):  # one batch, and batches of two sorted by token count
         vectors = embedder.embed_passages(odd)
         _assert_unit_rows(vectors, len(odd), 384)
-        np.testing.assert_allclose(vectors[:2], embedder.embed_passages(RECOMBINED_TEXTS), atol=1e-6)
-        np.testing.assert_allclose(vectors[-1], embedder.embed_passages(["42"])[0], atol=1e-6)
+        # the same texts as the clean ones; alone or in another batch a text is padded otherwise, which moves
+        # float32/bfloat16 results on CPUs without native bfloat16 by up to ~1e-3 per component
+        _assert_same_directions(vectors[:2], embedder.embed_passages(RECOMBINED_TEXTS))
+        _assert_same_directions(vectors[-1:], embedder.embed_passages(["42"]))
         _assert_unit_rows(embedder.embed_queries([SURROGATE_TEXTS[0]]), 1, 384)
 
 
