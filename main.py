@@ -11,7 +11,7 @@ from backend.cpu import limit_malloc_arenas  # noqa: E402
 
 limit_malloc_arenas()  # before any worker thread starts
 
-from ui.cli import main  # noqa: E402
+from ui.cli.commands import main  # noqa: E402
 
 if __name__ == "__main__":
     sys.exit(main())

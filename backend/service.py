@@ -1,25 +1,24 @@
-"""The one facade the UI, the CLI and the tests call. Nothing above this layer touches Milvus or a model."""
+"""The one facade the UI, the CLI and the quality checks call. It delegates: the knowledge bases keep the
+books (``backend.knowledge_bases``), the ingestor turns files into rows (``backend.ingestion``), the
+retriever finds the sources (``backend.retrieval``) and the answering package turns them into an answer
+(``backend.answering``). Nothing above this layer touches Milvus or a model."""
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional, Sequence
 
-from backend import migration, text
-from backend.asking import search_scope
-from backend.errors import DocLensError
-from backend.knowledge_bases import KnowledgeBases, OpenKB
-from backend.llm_clients import LLMClients
-from backend.model_preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
-from backend.quality_checks import QualityChecks
-from backend.retrieval.bilingual import term_list as warm_term_list
-from backend.retrieval.doc_scope import Catalogs
+from backend import text
+from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
+from backend.errors import DocLensError, LLMError
+from backend.knowledge_bases import old_folders, reindex
+from backend.knowledge_bases.lifecycle import KnowledgeBases
+from backend.knowledge_bases.open_kb import OpenKB
+from backend.llm.clients import LLMClients
 from backend.settings import LLMSettings, Settings
-from backend.store import migration as old_store
 from backend.store.base import ChunkRow
 from backend.store.milvus import MilvusStore
 from backend.types import (
@@ -33,13 +32,15 @@ from backend.types import (
     SearchResult,
 )
 
-if TYPE_CHECKING:
-    from backend.embedding.base import Embedder  # the embedding package is a heavy import: loaded on first use
+if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on first use
+    from backend.embedding.base import Embedder
+    from backend.llm.client import LLMClient
+    from backend.retrieval.retriever import Retriever
 
 log = logging.getLogger(__name__)
 
 
-class DocLens(QualityChecks):
+class DocLens:
     """Everything a user can do, as plain method calls returning plain result types."""
 
     def __init__(self, settings: Settings):
@@ -47,7 +48,7 @@ class DocLens(QualityChecks):
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         token = settings.milvus.token.get_secret_value() if settings.milvus.token else ""
         if settings.is_milvus_lite:  # a Lite 3.x store: moved aside, its PDFs are indexed again (migrate)
-            old_store.set_aside(settings.data_dir, Path(settings.milvus_uri))
+            old_folders.set_aside(settings.data_dir, Path(settings.milvus_uri))
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self._embedder: Optional[Embedder] = None
@@ -55,8 +56,7 @@ class DocLens(QualityChecks):
         self._preparing: Optional[threading.Thread] = None
         self._preparing_lock = threading.Lock()
         self._ingest_lock = threading.Lock()
-        self._retriever = None
-        self._catalogs = Catalogs()  # what each document can be called, for questions that name one
+        self._retriever: Optional[Retriever] = None
         self._llms = LLMClients(settings)
         self.model_state = ModelState()
         text.use_cache_dir(settings.data_dir / "cache")
@@ -92,7 +92,7 @@ class DocLens(QualityChecks):
     def embedder(self) -> Embedder:
         with self._embedder_lock:
             if self._embedder is None:
-                from backend.embedding import create_embedder  # heavy import: only when needed
+                from backend.embedding.factory import create_embedder  # heavy import: only when needed
 
                 self._embedder = create_embedder(self.settings)
             return self._embedder
@@ -111,32 +111,20 @@ class DocLens(QualityChecks):
 
     def _prepare_models(self) -> None:
         text.warm_up()
-        warm_term_list(self.settings.model_cache_dir)  # not the first cross-lingual question's
+        self.retriever.warm_term_list()  # not the first cross-lingual question's
         try:
             _ = self.embedder  # loads (or builds) the model
         except DocLensError as exc:  # shown again, with the same reason, when a search or upload needs it
             log.warning("embedding model not ready: %s", exc)
             self.model_state.finished(str(exc))
-        else:
-            self._warm_question_path()
-            self.model_state.finished()
-            self._warm_reference_questions()
-
-    def _warm_question_path(self) -> None:
-        """What a first question after a start would set up: the retriever (its modules import in 0.2 s)
-        and the embedder's kernels for a question's shape (0.6 s on OpenVINO)."""
-        try:
-            _ = self.retriever
-            self.embedder.warm_up()
+            return
+        try:  # what a first question would set up: the question path's kernels
+            self.retriever.warm_up()
         except DocLensError as exc:  # the first question then pays for it, and says why if it fails
             log.warning("question path not warmed up: %s", exc)
-
-    def _warm_reference_questions(self) -> None:
-        """The first question across languages would embed the hubness references (about 1 s): done here,
-        after the banner says the models are ready, so a first question in the documents' language never waits."""
-        try:
-            for lang in ("zh", "en"):
-                self.retriever.hubs.references(lang)
+        self.model_state.finished()
+        try:  # after the banner says the models are ready: a first question in the documents' language never waits
+            self.retriever.prepare_references()
         except DocLensError as exc:
             log.warning("hubness references not prepared: %s", exc)
 
@@ -150,6 +138,30 @@ class DocLens(QualityChecks):
             return known
         embedder = self.embedder
         return embedder.model_id, embedder.dim
+
+    @property
+    def retriever(self) -> Retriever:
+        """Made on first use (its modules import in 0.2 s); the model is loaded when a search needs it."""
+        from backend.retrieval.retriever import Retriever
+
+        with self._embedder_lock:
+            if self._retriever is None:
+                translator = self._translate if self.settings.llm_configured else None
+                self._retriever = Retriever(self.settings, self.store, lambda: self.embedder, translator=translator)
+            return self._retriever
+
+    @property
+    def llm(self) -> LLMClient:
+        return self._llms.server()
+
+    def llm_for(self, profile: Optional[LLMSettings] = None) -> LLMClient:
+        """The client for one session's own model profile, or the server's (None): see ``LLMClients``."""
+        return self._llms.for_profile(profile)
+
+    def _translate(self, question: str) -> Optional[str]:
+        from backend.answering.prompts import translation_prompt
+
+        return self.llm.chat(translation_prompt(question), max_tokens=200, temperature=0.0)
 
     # -- knowledge bases ----------------------------------------------------------------------
 
@@ -173,17 +185,21 @@ class DocLens(QualityChecks):
             started = time.perf_counter()
             try:
                 self.store.warm(kb.collection)
-                self._catalogs.get(kb.collection, self.kbs.registry(kb.collection))  # 1-2 s at 1,500 documents
+                self.retriever.warm_catalog(kb.collection, self.kbs.registry(kb.collection))
             except DocLensError as exc:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
             log.info("knowledge base %r ready (%d of %d, %.1f s)", kb.name, i, len(kbs), time.perf_counter() - started)
-        if migration.pending(self):
+        if reindex.pending(self.settings.data_dir):
             self.migrate()
 
-    def migrate(self, progress: Optional[ProgressCallback] = None) -> list[migration.MigratedKB]:
-        """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs (see backend.migration)."""
-        return migration.migrate(self, progress)
+    def migrate(self, progress: Optional[ProgressCallback] = None) -> list[reindex.MigratedKB]:
+        """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs."""
+
+        def ingest(name: str, paths: Sequence[Path], on_progress, display_names: Sequence[str]) -> list[IngestResult]:
+            return self.ingest(name, paths, progress=on_progress, display_names=display_names)
+
+        return reindex.migrate(self.kbs, ingest, self.settings.data_dir, progress)
 
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""
@@ -198,10 +214,6 @@ class DocLens(QualityChecks):
 
     def documents(self, kb_name: str) -> list[DocumentInfo]:
         return self.open_kb(kb_name, check_model=False).registry.documents()
-
-    @staticmethod
-    def find_document(kb: OpenKB, file: str) -> DocumentInfo:
-        return kb.find_document(file)
 
     def delete_document(self, kb_name: str, file: str) -> DocumentInfo:
         kb = self.open_kb(kb_name, check_model=False)
@@ -238,7 +250,8 @@ class DocLens(QualityChecks):
         Setting ``cancel`` stops between pages; the current document is rolled back (status "cancelled")
         and the files not yet started are reported as cancelled too. A failed file never stops the others.
         """
-        from backend.ingestion import Ingestor, collect_uploads
+        from backend.ingestion.ingestor import Ingestor
+        from backend.ingestion.uploads import collect_uploads
 
         kb = self.open_kb(kb_name)
         items = collect_uploads(paths, display_names)
@@ -248,13 +261,7 @@ class DocLens(QualityChecks):
             try:
                 return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel)
             finally:  # fresh rows go into indexed segments now, not on the next restart
-                self._seal(kb)
-
-    def _seal(self, kb: OpenKB) -> None:
-        try:
-            self.store.seal(kb.collection)
-        except DocLensError as exc:  # a knowledge base deleted meanwhile has nothing left to seal
-            log.info("knowledge base %r not sealed: %s", kb.name, exc)
+                self.kbs.seal(kb)
 
     # -- questions ----------------------------------------------------------------------------
 
@@ -270,68 +277,8 @@ class DocLens(QualityChecks):
         """Ranked sources (no LLM). ``doc``: a file name to search only that document; ``exclude``: file
         names to leave out (the evaluation uses it to ask questions whose answer is not in the library)."""
         kb = self.open_kb(kb_name)
-        return self._search(kb, question, doc, mode, top, exclude)
-
-    def _search(
-        self,
-        kb: OpenKB,
-        question: str,
-        doc: Optional[str],
-        mode: str,
-        top: Optional[int],
-        exclude: Sequence[str] = (),
-        said: Optional[str] = None,
-    ) -> SearchResult:
-        """``said``: for a model's rewrite of the question, what the user wrote (the question and the
-        conversation); the rewrite is limited to a document only when the user named it there too."""
-        try:
-            return self._search_open(kb, question, doc, mode, top, exclude, said)
-        except DocLensError:
-            self.kbs.check_exists(kb)  # "was deleted", not the store's "collection ... does not exist"
-            raise
-
-    def _search_open(
-        self,
-        kb: OpenKB,
-        question: str,
-        doc: Optional[str],
-        mode: str,
-        top: Optional[int],
-        exclude: Sequence[str],
-        said: Optional[str] = None,
-    ) -> SearchResult:
-        if not question or not question.strip():
-            raise DocLensError("the question is empty")
-        if kb.registry.totals()[0] == 0:
-            raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
-        where, scope = search_scope(kb, self._catalogs, question, doc, exclude, said)
-        return self.retriever.search(kb.collection, question.strip(), where, mode=mode, top=top, scope=scope)
-
-    @property
-    def retriever(self):
-        from backend.retrieval.search import Retriever
-
-        with self._embedder_lock:
-            retriever = self._retriever
-        if retriever is None:
-            translator = self._translate if self.settings.llm_configured else None
-            retriever = Retriever(self.settings, self.store, self.embedder, translator=translator)
-            with self._embedder_lock:
-                self._retriever = retriever
-        return retriever
-
-    @property
-    def llm(self):
-        return self._llms.server()
-
-    def llm_for(self, profile: Optional[LLMSettings] = None):
-        """The client for one session's own model profile, or the server's (None): see ``LLMClients``."""
-        return self._llms.for_profile(profile)
-
-    def _translate(self, question: str) -> Optional[str]:
-        from backend.retrieval.search import translation_prompt
-
-        return self.llm.chat(translation_prompt(question), max_tokens=200, temperature=0.0)
+        with self.kbs.deletion_explained(kb):
+            return self.retriever.search(kb, question, doc, mode, top, exclude)
 
     def ask_stream(
         self,
@@ -350,21 +297,31 @@ class DocLens(QualityChecks):
         Model failures never raise: they end in an extractive answer with ``notice`` saying why.
         ``llm_profile``: this caller's own model (see ``llm_for``); None: the server's.
         """
-        from backend import asking
+        from backend.answering.answers import answer_updates, whole_answer_updates
+        from backend.answering.prompts import condense_question, said_by_user
 
         kb = self.open_kb(kb_name)
         llm = self.llm_for(llm_profile)
-        search = functools.partial(self._rerank_search, kb)
         if figure_id:
-            answer = asking.ask_about_figure(kb, llm, search, question, figure_id, self.settings.llm.context_sources)
-            yield from asking.figure_answer_updates(answer)
+            yield from whole_answer_updates(self._figure_answer(kb, llm, question, figure_id))
             return
-        yield from asking.stream_answer(llm, self.settings, search, question, history, doc)
+        standalone = condense_question(llm, history, question) if history else question
+        top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
+        with self.kbs.deletion_explained(kb):
+            said = said_by_user(history, question)
+            result = self.retriever.search_follow_up(kb, question, standalone, said, doc, top)
+        yield from answer_updates(llm, question, result, history, standalone)
 
-    def _rerank_search(
-        self, kb: OpenKB, question: str, doc: Optional[str], top: int, said: Optional[str] = None
-    ) -> SearchResult:
-        return self._search(kb, question, doc, "rerank", top, said=said)
+    def _figure_answer(self, kb: OpenKB, llm: LLMClient, question: str, figure_id: str) -> Answer:
+        """The vision model's answer about one figure, with its page, its document and the passages found."""
+        from backend.answering.figures import answer_about_figure, figure_context
+
+        figure = kb.figure(figure_id)
+        with self.kbs.deletion_explained(kb):
+            result = self.retriever.search(kb, question, figure.file, top=self.settings.llm.context_sources)
+        context = figure_context(figure, kb.registry.page_text(figure.doc_id, figure.page), kb.text(figure.doc_id))
+        image = kb.figure_image(figure)
+        return answer_about_figure(llm, question, figure, image, None, context, result.sources, result.confidence)
 
     def ask(
         self,
@@ -384,11 +341,22 @@ class DocLens(QualityChecks):
         return answer
 
     def summary(self, kb_name: str, file: str, refresh: bool = False) -> str:
-        """A document's Markdown summary (LaTeX kept), generated once and cached; first passages without a model."""
-        from backend.asking import document_summary
+        """A document's Markdown summary (LaTeX kept), generated once and cached; without a model (or when
+        it fails) its first passages, not saved."""
+        from backend.answering.summaries import fallback_summary, summarize_document
 
         kb = self.open_kb(kb_name, check_model=False)
-        return document_summary(kb, self.store, self.llm, self.settings.llm_configured, file, refresh)
+        doc = kb.find_document(file)
+        cached = None if refresh else kb.registry.summary(doc.doc_id)
+        if cached:
+            return cached
+        try:
+            summary = summarize_document(self.llm, doc.file, [t for _, t in kb.registry.document_text(doc.doc_id)])
+        except LLMError as exc:
+            reason = "" if not self.settings.llm_configured else f"The model failed ({exc})"
+            return fallback_summary(doc.file, kb.first_passages(doc.doc_id, 3), reason=reason)
+        kb.registry.save_summary(doc.doc_id, summary)
+        return summary
 
     def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
@@ -401,7 +369,7 @@ class DocLens(QualityChecks):
             raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
         return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id), ocr_line_reader(self.settings))
 
-    # -- quality checks (evaluate, selftest, benchmark_ingest, calibrate: see QualityChecks) ----
+    # -- what the quality checks ask (backend.quality calls the facade, never the store) ----------
 
     def indexed_chunks(self, kb_name: str) -> list[ChunkRow]:
         """The stored chunks of the knowledge base's complete documents (what the self-test asks back)."""

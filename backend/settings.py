@@ -95,6 +95,12 @@ class RetrievalSettings(_Section):
     query_expansion: bool = True
     # weight of the hubness correction for passages in the other language (retrieval/hubness.py); 0 = off
     hub_correction: float = Field(default=0.6, ge=0, le=2)
+    # RRF factor (x keyword_weight) of the question's keyword search for a passage in another language:
+    # only its anchors (numbers, Latin names) can match there
+    cross_keyword_factor: float = Field(default=0.5, ge=0)
+    # RRF factor (x keyword_weight) of the bridge keyword search (the question's words rendered by the
+    # term list), for passages in the other language only
+    bridge_weight: float = Field(default=1.0, ge=0)
 
 
 class RerankSettings(_Section):
@@ -105,6 +111,22 @@ class RerankSettings(_Section):
     rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
     document: float = Field(default=0.40, ge=0)
+    # relevance kept by a reference-list chunk when the question does not ask for references
+    references: float = Field(default=0.9, ge=0, le=1)
+
+
+class CrossRerankSettings(_Section):
+    """The reranker's weights for a passage in another language than the question, scored without a
+    translation (backend/retrieval/rerank/crosslingual.py). The semantic weight is high because the cosine
+    there is corrected for hubness."""
+
+    fuzzy: float = Field(default=0.0, ge=0)
+    keyword: float = Field(default=0.20, ge=0)
+    semantic: float = Field(default=0.80, ge=0)
+    length: float = Field(default=0.10, ge=0)
+    rank: float = Field(default=0.10, ge=0)
+    entity: float = Field(default=0.05, ge=0)
+    semantic_shift: float = Field(default=0.04, ge=0, le=0.5)  # cosines across languages run lower
 
 
 class ConfidenceSettings(_Section):
@@ -149,6 +171,7 @@ class Settings(_Section):
     ingest: IngestSettings = IngestSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     rerank: RerankSettings = RerankSettings()
+    rerank_cross: CrossRerankSettings = CrossRerankSettings()
     confidence: ConfidenceSettings = ConfidenceSettings()
     llm: LLMSettings = LLMSettings()
     ui: UISettings = UISettings()

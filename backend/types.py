@@ -218,6 +218,7 @@ class Answer:
     notice: str = ""  # one line for the user: no model configured, model failed and why, ...
     question: str = ""  # the standalone question that was searched
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
+    excerpts: list[str] = field(default_factory=list)  # an extractive answer: the quoted part of each source shown
 
     def to_dict(self) -> dict[str, Any]:
         return {

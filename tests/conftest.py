@@ -1,9 +1,12 @@
-"""Shared fixtures: real settings on a temporary data folder, one model cache for the whole run."""
+"""Shared fixtures: real settings on a temporary data folder, one model cache for the whole run, one
+DocLens per test module (a module that needs a library overrides ``service``, requesting this one, or
+``service_env`` for other settings), a Milvus Lite server on TCP, and the recording fake OpenAI server."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -36,3 +39,46 @@ def fake():
 
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    """The module's data folder (its service's Milvus Lite store and knowledge bases)."""
+    return tmp_path_factory.mktemp(request.module.__name__.rsplit(".", 1)[-1]) / "data"
+
+
+@pytest.fixture(scope="module")
+def service_env() -> dict[str, str]:
+    """Settings (as DOCLENS_* variables) on top of the test settings for the module's ``service``."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def service(data_dir: Path, service_env: dict[str, str]) -> Iterator:
+    """One DocLens per test module: a real Milvus Lite file, the bundled embedder. Milvus Lite allows one
+    client per store per process, so a module switches it between configurations with ``reconfigure``."""
+    from backend.service import DocLens
+
+    with DocLens(make_settings(data_dir, **service_env)) as svc:
+        yield svc
+
+
+@pytest.fixture
+def fresh_service(settings: Settings) -> Iterator:
+    """A DocLens of its own for one test, on an empty data folder."""
+    from backend.service import DocLens
+
+    with DocLens(settings) as svc:
+        yield svc
+
+
+@pytest.fixture(scope="module")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A Milvus Lite server on TCP: the same protocol a Milvus standalone speaks."""
+    from backend.processes import free_port, stop
+    from backend.store import lite_server
+
+    port = free_port()
+    proc = lite_server.start(tmp_path_factory.mktemp("server-store") / "store", port)
+    yield f"http://127.0.0.1:{port}"
+    stop(proc)

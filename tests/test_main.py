@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.backend.store.test_milvus import milvus_server  # noqa: F401  (fixture)
 from tests.conftest import MODEL_CACHE, REPO_ROOT
 
 COMMANDS = [

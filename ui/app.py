@@ -12,15 +12,25 @@ import gradio as gr
 
 from backend.service import DocLens
 from backend.settings import Settings
+from ui.access import Access
 from ui.api import register_api
-from ui.chat_page import ChatTab, build_chat_tab, chain_panel, empty_state_update
-from ui.chat_tab import ChatHandlers
-from ui.common import bi, kb_names, set_language
-from ui.exposure import Access
-from ui.i18n import RESTORE_LOCALE_JS, SWITCH_LOCALE_JS, label, lang_of, set_session_language, text, translations
-from ui.kb_page import KBTab, build_kb_tab
-from ui.kb_tab import KBHandlers
-from ui.settings_tab import SettingsFields, build_settings_tab
+from ui.chat.handlers import ChatHandlers
+from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_update
+from ui.common import kb_names
+from ui.i18n.strings import (
+    RESTORE_LOCALE_JS,
+    SWITCH_LOCALE_JS,
+    bi,
+    label,
+    lang_of,
+    set_language,
+    set_session_language,
+    text,
+    translations,
+)
+from ui.knowledge_bases.handlers import KBHandlers
+from ui.knowledge_bases.page import KBTab, build_kb_tab
+from ui.settings.page import SettingsFields, build_settings_tab
 from ui.web_files import ReceivedUploads, shown_files
 
 log = logging.getLogger(__name__)
@@ -60,7 +70,7 @@ def header_html() -> str:
 
 
 def preparation_step(lang: str, step: str) -> str:
-    """What a step of the model preparation (backend/model_preparation.py) does, in the user's words."""
+    """What a step of the model preparation (backend/embedding/preparation.py) does, in the user's words."""
     steps = {
         "bundled:read": text(lang, "reading the bundled 4-bit weights", "读取内置的 4 位权重"),
         "bundled:write": text(lang, "writing the full model", "写出完整模型"),
@@ -76,7 +86,7 @@ def preparation_step(lang: str, step: str) -> str:
 def model_banner(service: DocLens, request: gr.Request = None) -> tuple[Any, Any]:
     """While the embedding model is prepared: its current step, how far along (the builds report their
     steps) and for how long. Outputs: banner, timer."""
-    from ui.kb_view import progress_html
+    from ui.knowledge_bases.view import progress_html
 
     state = service.model_state
     if not state.preparing:
@@ -105,7 +115,7 @@ def tab_labels(request: gr.Request) -> tuple[Any, Any, Any]:
 
 def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
     """The whole UI over one service; tests mount or launch it themselves. ``admin``: the login that may
-    change server-wide settings (see ui/settings_tab.py)."""
+    change server-wide settings (see ui/settings/page.py)."""
     set_language(service.settings.ui.language)
     start_first_run(service)
     chat_handlers = ChatHandlers(service)
@@ -146,7 +156,7 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
             banner,
             banner_timer,
         )
-        # The switch reloads the page in the new language (see ui/i18n.py); nothing to update here.
+        # The switch reloads the page in the new language (see ui/i18n/strings.py); nothing to update here.
         language.input(
             None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False, **UNDOCUMENTED
         )
@@ -274,7 +284,7 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
 
 
 def serve(settings: Settings, access: Access, service: DocLens) -> None:
-    """Start the web app and block until it stops (``access``: checked by ui.exposure.checked_access).
+    """Start the web app and block until it stops (``access``: checked by ui.access.checked_access).
     ``service``: its knowledge bases loading in the background (``DocLens.load_all_in_background``) so that a
     large library does not hold back the page; its models are prepared from here on; closed here."""
     demo = None

@@ -12,7 +12,7 @@ import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
-from ui.i18n import label, lang_of, text
+from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
 
 log = logging.getLogger(__name__)
@@ -20,24 +20,12 @@ log = logging.getLogger(__name__)
 ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is called "*")
 # Temporary knowledge bases the evaluation makes and deletes again: never offered to other sessions.
 _TEMPORARY_KB = re.compile(r"^(eval|bench) \d{8}-\d{6}$")
-_language = "en"
-
-
-def set_language(language: str) -> None:
-    """The server's configured language (settings.ui.language): the fallback for bilingual labels."""
-    global _language
-    _language = "zh" if language == "zh" else "en"
-
-
-def bi(en: str, zh: str) -> str:
-    """A bilingual label: both languages, the configured one first (kept for the Settings tab)."""
-    return f"{zh} · {en}" if _language == "zh" else f"{en} · {zh}"
 
 
 def error_text(exc: BaseException, action: str, lang: str = "en") -> str:
     """One readable line for the user; unexpected errors are logged with their traceback."""
     if isinstance(exc, DocLensError):
-        from ui.messages import translate_error
+        from ui.i18n.messages import translate_error
 
         return translate_error(str(exc), lang)
     log.error("unexpected error while trying to %s", action, exc_info=exc)
@@ -79,7 +67,7 @@ def shows_errors(action: str, outputs: Optional[Callable[..., Any]] = None) -> C
 
 
 def _zh_action(action: str) -> str:
-    from ui.messages import ACTIONS_ZH
+    from ui.i18n.messages import ACTIONS_ZH
 
     return ACTIONS_ZH.get(action, action)
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterator, Optional, Sequence
+from typing import Iterator, Optional, Sequence
 
 from backend.answering.citations import validate_citations
 from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
 from backend.answering.prompts import HistoryLike, build_prompt
 from backend.errors import LLMError
-from backend.llm import LLMClient, LLMCutOff
-from backend.types import Answer, AnswerUpdate, Source
+from backend.llm.client import LLMClient, LLMCutOff
+from backend.types import Answer, AnswerUpdate, SearchResult, Source
 
 logger = logging.getLogger(__name__)
 
@@ -70,20 +70,25 @@ def _marked_cut_off(answer: Answer, reason: str) -> Answer:
     return answer
 
 
-def answer_question(
-    llm: Optional[LLMClient],
-    question: str,
-    sources: Sequence[Source],
-    confidence: float,
-    history: HistoryLike = None,
-    **options: Any,
-) -> Answer:
-    """The final Answer of answer_stream, for callers that do not stream (CLI, API)."""
-    final: Optional[Answer] = None
-    for update in answer_stream(llm, question, sources, confidence, history, **options):
-        final = update.answer or final
-    assert final is not None  # answer_stream always ends with an Answer
-    return final
+def answer_updates(
+    llm: Optional[LLMClient], question: str, result: SearchResult, history: HistoryLike, searched_question: str
+) -> Iterator[AnswerUpdate]:
+    """The updates of a question about the text: each delta, then the final answer, which says where the
+    search looked (``result.searched_in``)."""
+    for update in answer_stream(
+        llm, question, result.sources, result.confidence, history=history, searched_question=searched_question
+    ):
+        if update.done and update.answer is not None:
+            update.answer.searched_in = result.searched_in
+            yield update
+        elif update.delta:
+            yield update
+
+
+def whole_answer_updates(answer: Answer) -> Iterator[AnswerUpdate]:
+    """An answer that comes whole (a figure's): one delta, then the final update."""
+    yield AnswerUpdate(text=answer.answer, delta=answer.answer)
+    yield AnswerUpdate(text=answer.answer, done=True, answer=answer)
 
 
 def model_failed_notice(reason: str) -> str:

@@ -89,4 +89,6 @@ def extractive_answer(
         format_passage(n, s, best_excerpt(question, s.text)) for n, s in enumerate(numbered[:max_passages], start=1)
     ]
     text = f"_{notice}_\n\n" + "\n\n".join(passages)
-    return Answer(text, "extractive", confidence, numbered, notice=notice, question=searched_question or question)
+    searched = searched_question or question
+    excerpts = [best_excerpt(searched, s.text) or s.text[:EXCERPT_CHARS] for s in numbered[:max_passages]]
+    return Answer(text, "extractive", confidence, numbered, notice=notice, question=searched, excerpts=excerpts)

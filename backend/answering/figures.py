@@ -10,7 +10,7 @@ from backend.answering.clip import clip, window
 from backend.answering.extractive import EXTRACTIVE_PASSAGES, NO_MODEL_NOTICE, best_excerpt, format_passage
 from backend.answering.language import language_instruction
 from backend.errors import LLMError
-from backend.llm import LLMClient
+from backend.llm.client import LLMClient
 from backend.types import Answer, Figure, Source
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,8 @@ from typing import Any, Optional, Sequence, Union
 from backend.answering.clip import clip
 from backend.answering.language import language_instruction
 from backend.errors import LLMError
-from backend.llm import LLMClient
+from backend.llm.client import LLMClient
+from backend.text import question_language
 from backend.types import Source
 
 logger = logging.getLogger(__name__)
@@ -105,3 +106,21 @@ def _clean_condensed(reply: str, question: str) -> str:
     text = text.strip().strip("\"'“”「」").strip()
     # A rambling reply is worse for retrieval than the user's own words.
     return text if text and len(text) <= 4 * len(question) + 200 else question
+
+
+def translation_prompt(question: str) -> list[dict[str, str]]:
+    """The question in the other language (zh <-> en), for the retriever's cross-lingual search."""
+    target = "English" if question_language(question) == "zh" else "Chinese (简体中文)"
+    return [
+        {
+            "role": "system",
+            "content": f"Translate the user's question into {target}. Reply with the "
+            f"translation only, no quotes or explanations.",
+        },
+        {"role": "user", "content": question},
+    ]
+
+
+def said_by_user(history: HistoryLike, question: str) -> str:
+    """Everything the user wrote in the conversation, this question included (see scope.search_scope)."""
+    return "\n".join([*(turn.get("content") or "" for turn in normalize_history(history)), question])

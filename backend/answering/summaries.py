@@ -6,7 +6,7 @@ from typing import Iterable, Optional, Sequence
 
 from backend.answering.clip import clip
 from backend.errors import LLMError
-from backend.llm import LLMClient
+from backend.llm.client import LLMClient
 from backend.text import question_language
 
 SUMMARY_INPUT_CHARS = 12000

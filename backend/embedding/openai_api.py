@@ -1,7 +1,7 @@
 """Embeddings from an OpenAI-compatible ``/embeddings`` endpoint (``embedding.provider: openai``).
 
 Many texts per request. Pacing, retries and error messages are the shared transport's
-(``backend.openai_compat``): the endpoint's rate limiter is the one chat uses when both are one server."""
+(``backend.llm.transport``): the endpoint's rate limiter is the one chat uses when both are one server."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 
 from backend.embedding.base import BUNDLED_PREFIX, OPENAI_PREFIX, BatchedEmbedder, Kind
 from backend.errors import EmbeddingError
-from backend.openai_compat import Endpoint, not_openai_message
+from backend.llm.transport import Endpoint, not_openai_message
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)

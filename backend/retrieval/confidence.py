@@ -14,8 +14,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Sequence
 
-import numpy as np
-
 from backend.types import Source
 
 log = logging.getLogger(__name__)
@@ -106,39 +104,3 @@ def confidence_from_features(values: dict[str, float], calibration: dict | None 
     model = calibration or load_calibration()
     z = model["bias"] + sum(model["weights"][name] * values[name] for name in FEATURES)
     return 100.0 / (1.0 + math.exp(-max(-30.0, min(30.0, z))))
-
-
-def fit_calibration(
-    rows: Sequence[dict[str, float]], labels: Sequence[bool], l2: float = 1e-3, iterations: int = 500
-) -> dict:
-    """Logistic regression by Newton's method (tiny data: a few thousand questions, ten features)."""
-    x = np.array([[r[name] for name in FEATURES] for r in rows], dtype=np.float64)
-    x = np.hstack([np.ones((len(x), 1)), x])
-    y = np.array(labels, dtype=np.float64)
-    w = np.zeros(x.shape[1])
-    for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
-        gradient = x.T @ (p - y) + l2 * np.r_[0.0, w[1:]]
-        hessian = (x.T * (p * (1 - p))) @ x + l2 * np.diag(np.r_[0.0, np.ones(len(FEATURES))])
-        step = np.linalg.solve(hessian + 1e-9 * np.eye(len(w)), gradient)
-        w -= step
-        if np.abs(step).max() < 1e-8:
-            break
-    return {"bias": float(w[0]), "weights": {name: float(v) for name, v in zip(FEATURES, w[1:])}}
-
-
-def reliability(confidences: Sequence[float], labels: Sequence[bool], bins: int = 10) -> dict:
-    """Expected calibration error and the per-bin table (confidence shown vs. accuracy observed)."""
-    table = []
-    ece = 0.0
-    total = len(confidences)
-    for b in range(bins):
-        low, high = 100.0 * b / bins, 100.0 * (b + 1) / bins
-        members = [(c, hit) for c, hit in zip(confidences, labels) if low <= c < high or (b == bins - 1 and c == 100.0)]
-        if not members:
-            continue
-        mean_conf = sum(c for c, _ in members) / len(members) / 100.0
-        accuracy = sum(1 for _, hit in members if hit) / len(members)
-        ece += len(members) / total * abs(mean_conf - accuracy)
-        table.append({"confidence": round(mean_conf, 3), "accuracy": round(accuracy, 3), "n": len(members)})
-    return {"ece": round(ece, 4), "bins": table}

@@ -1,10 +1,14 @@
-"""Weighted Reciprocal Rank Fusion: score(d) = sum_i w_i / (k + rank_i(d)), ranks 1-based."""
+"""Stage 2 of a search: the candidates' ranked lists -> one order, by weighted Reciprocal Rank Fusion:
+score(d) = sum_i w_i / (k + rank_i(d)), ranks 1-based. Also the fusion of two searches' results (the
+user's question and the model's rewrite of a follow-up)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping, Optional, Sequence
 
+from backend.retrieval.candidates import Candidates, Query
+from backend.settings import RetrievalSettings
 from backend.types import SearchResult, Source
 
 
@@ -37,6 +41,34 @@ def order_by_score(scores: dict[str, float]) -> list[str]:
     return sorted(scores, key=lambda item: -scores[item])
 
 
+@dataclass
+class Fused:
+    """The candidates in one order: the named pages' chunks first, then by fused score (each ``rrf`` set)."""
+
+    query: Query
+    ordered: list[Source]
+    lists: int  # ranked lists fused: the scale of the fused score
+
+
+def fuse(candidates: Candidates, settings: RetrievalSettings) -> Fused:
+    """Weighted RRF over every dense and keyword list; each candidate keeps its fused score."""
+    query = candidates.query
+    fused = weighted_rrf(
+        [RankedList([h.row.id for h in hits], settings.dense_weight) for hits in candidates.dense_lists]
+        + [
+            RankedList([h.row.id for h in run.hits], settings.keyword_weight, run.item_weights())
+            for run in candidates.keyword_runs
+        ],
+        k=settings.rrf_k,
+    )
+    for chunk_id, score in fused.items():
+        candidates.sources[chunk_id].rrf = score
+    named_ids = {s.chunk_id for s in candidates.named_pages}
+    ordered = candidates.named_pages + [candidates.sources[i] for i in order_by_score(fused) if i not in named_ids]
+    lists = len(candidates.dense_lists) + len(query.queries) * (query.mode != "dense")
+    return Fused(query, ordered, lists)
+
+
 ORIGINAL_WEIGHT = 1.0
 # A rewrite can help a follow-up question, but the user's own words lead: with k = 1 the rewrite's first
 # source counts like the user's third (with k = 60 ranks barely differ and a rewrite overturned the top).
@@ -48,8 +80,6 @@ def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> S
     """One ranking from the searches of the user's question and of the model's rewrite of it (RRF over
     chunk ids). Each source keeps its higher relevance; the confidence follows the list that found the
     fused first source (the original's when both did)."""
-    from dataclasses import replace
-
     ranked = weighted_rrf(
         [
             RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),

@@ -15,7 +15,7 @@ import json
 import threading
 from pathlib import Path
 from statistics import median
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 import numpy as np
 
@@ -31,10 +31,11 @@ def reference_questions(lang: str) -> list[str]:
 
 
 class HubScores:
-    """A passage vector's hubness towards questions in one language; the references are embedded once."""
+    """A passage vector's hubness towards questions in one language; the references are embedded once.
+    ``embedder``: gives the embedder when the references are first needed."""
 
-    def __init__(self, embedder: Embedder):
-        self.embedder = embedder
+    def __init__(self, embedder: Callable[[], Embedder]):
+        self._embedder = embedder
         self._references: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -42,10 +43,11 @@ class HubScores:
         with self._lock:
             if lang not in self._references:
                 questions = reference_questions(lang)
+                embedder = self._embedder()
                 self._references[lang] = (
-                    np.asarray(self.embedder.embed_queries(questions), dtype=np.float32)
+                    np.asarray(embedder.embed_queries(questions), dtype=np.float32)
                     if questions
-                    else np.zeros((0, self.embedder.dim), dtype=np.float32)
+                    else np.zeros((0, embedder.dim), dtype=np.float32)
                 )
             return self._references[lang]
 

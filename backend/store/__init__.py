@@ -1,0 +1,1 @@
+"""Vector storage behind a small interface (base.VectorStore): Milvus Lite and a Milvus server by URI, one\ncode path (milvus), with escaped filter expressions (filters) and the rows it stores (rows)."""

@@ -18,6 +18,11 @@ with warnings.catch_warnings():  # milvus-lite 2.5 imports pkg_resources, which 
         import milvus_lite  # noqa: F401
 
 
+def made_by_lite3(store: Path) -> bool:
+    """A Lite 3.x store is a folder; Lite 2.5 makes a file (a missing store is a new one)."""
+    return store.is_dir()
+
+
 def is_lite(uri: str) -> bool:
     return not uri.startswith(("http://", "https://", "tcp://", "grpc://"))
 

@@ -22,11 +22,11 @@ from backend.store.lite import (
     connect_failure,
     is_lite,
     lite_engine_is_2x,
+    made_by_lite3,
     release_lite_store,
     served_here,
     store_locked,
 )
-from backend.store.migration import made_by_lite3
 from backend.store.rows import DESCRIPTION_PREFIX, MAX_CONTENT, description_properties, entity_to_row, row_to_entity
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ class MilvusStore(VectorStore):
         lite = is_lite(uri)
         if lite:
             Path(uri).parent.mkdir(parents=True, exist_ok=True)
-            if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.store.migration)
+            if made_by_lite3(Path(uri)):  # DocLens moves such a store aside first (backend.knowledge_bases.old_folders)
                 raise StoreError(
                     f"the Milvus Lite store {uri} was made by Milvus Lite 3.x, which this version "
                     f"cannot read: move it away, or open its data folder with DocLens to migrate it"

@@ -21,12 +21,12 @@ def test_models_are_prepared_in_the_background(tmp_path: Path) -> None:
 
 def test_the_bilingual_term_list_is_loaded_at_start_not_by_the_first_question(tmp_path: Path) -> None:
     """Parsing CC-CEDICT takes seconds: it was the first cross-lingual question's cost after a restart."""
-    from backend.retrieval import bilingual
+    from backend.retrieval import term_list
 
-    bilingual._terms = None  # as in a fresh process
+    term_list._terms = None  # as in a fresh process
     with DocLens(make_settings(tmp_path)) as service:
         service.prepare_models_in_background().join(timeout=300)
-    assert bilingual._terms is not None
+    assert term_list._terms is not None
 
 
 def test_the_first_question_after_a_start_finds_the_question_path_warm(tmp_path: Path) -> None:

@@ -4,8 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from backend.answering import language_instruction
-from backend.retrieval.search import translation_prompt
+from backend.answering.language import language_instruction
+from backend.answering.prompts import translation_prompt
 from backend.text import CJK_CHAR, HAN_CHAR, join_words, query_terms, question_language, text_language
 
 

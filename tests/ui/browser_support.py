@@ -1,7 +1,7 @@
 """What the browser tests (tests/ui/test_browser_*.py) share: Debian chromium driven by Playwright, the
 browsers as fixtures, and the steps a user takes on a Gradio page.
 
-A test module imports the fixtures it uses and calls ``skip_without_chromium()`` first.
+Its fixtures are in tests/ui/conftest.py; a test module calls ``skip_without_chromium()`` first.
 """
 
 from __future__ import annotations
@@ -10,22 +10,11 @@ import os
 import re
 import shutil
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 
-from tests.ui.conftest import ARTIFACTS, RunningApp
+from tests.ui.conftest import ARTIFACTS, CHROMIUM
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 INGEST_TIMEOUT_MS = 240_000
 ANSWER_TIMEOUT_MS = 90_000
 
@@ -34,45 +23,6 @@ def skip_without_chromium() -> None:
     """Outside CI a browser test is skipped when /usr/bin/chromium is missing; in CI it must run."""
     if not CHROMIUM.exists() and not os.environ.get("CI"):
         pytest.skip("/usr/bin/chromium is missing (apt-get install chromium); required in CI", allow_module_level=True)
-
-
-@pytest.fixture
-def page(doclens_app: RunningApp, browser_page) -> Iterator:
-    """A fresh browser on the shared app."""
-    yield browser_page
-
-
-@pytest.fixture
-def browsers(tmp_path: Path) -> Iterator:
-    """Opens fresh browsers, each with its own profile (its own local storage: another browser, not another
-    tab); all are closed at the end."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        contexts = []
-
-        def open_page():
-            context = playwright.chromium.launch_persistent_context(
-                str(tmp_path / f"profile-{len(contexts)}"),
-                executable_path=str(CHROMIUM),
-                headless=True,
-                args=CHROMIUM_ARGS,
-                viewport={"width": 1280, "height": 800},
-            )
-            context.set_default_timeout(30_000)
-            contexts.append(context)
-            return context.new_page()
-
-        try:
-            yield open_page
-        finally:
-            for context in contexts:
-                context.close()
-
-
-@pytest.fixture
-def browser_page(browsers) -> Iterator:
-    yield browsers()
 
 
 class Steps:

@@ -1,4 +1,6 @@
-"""One DocLens web app process for all UI tests, talking to an in-process recording OpenAI fake."""
+"""The UI tests' fixtures: one DocLens web app process for all browser tests, talking to an in-process
+recording OpenAI fake, and the browsers (Debian chromium driven by Playwright); one service per handler
+test module with a small knowledge base and the fake model (``fake_model``: each test starts on it)."""
 
 from __future__ import annotations
 
@@ -17,11 +19,13 @@ from typing import Iterator, Optional
 import pytest
 
 from backend.processes import free_port, stop
+from backend.service import DocLens
+from backend.types import Figure
+from tests.conftest import MODEL_CACHE, SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI, default_reply
+from tests.ui.handler_support import EMPTY_KB, KB, PHYSICS, model_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-MODEL_CACHE = REPO_ROOT / ".cache" / "test-models"
-SAMPLES = Path(os.environ.get("DOCLENS_SHARED_DIR", REPO_ROOT.parent / "shared")) / "samples"
 SAMPLE_PDF = SAMPLES / "物理公式示例文档.pdf"
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "ui"
 START_TIMEOUT = 180  # seconds: importing gradio alone takes ~10 s on a busy 2-core machine
@@ -114,3 +118,88 @@ def doclens_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp
     """The app all browser tests share."""
     with running_app(tmp_path_factory.mktemp("ui-data"), "app.log") as app:
         yield app
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def page(doclens_app: RunningApp, browser_page) -> Iterator:
+    """A fresh browser on the shared app."""
+    yield browser_page
+
+
+@pytest.fixture
+def browsers(tmp_path: Path) -> Iterator:
+    """Opens fresh browsers, each with its own profile (its own local storage: another browser, not another
+    tab); all are closed at the end."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        contexts = []
+
+        def open_page():
+            context = playwright.chromium.launch_persistent_context(
+                str(tmp_path / f"profile-{len(contexts)}"),
+                executable_path=str(CHROMIUM),
+                headless=True,
+                args=CHROMIUM_ARGS,
+                viewport={"width": 1280, "height": 800},
+            )
+            context.set_default_timeout(30_000)
+            contexts.append(context)
+            return context.new_page()
+
+        try:
+            yield open_page
+        finally:
+            for context in contexts:
+                context.close()
+
+
+@pytest.fixture
+def browser_page(browsers) -> Iterator:
+    yield browsers()
+
+
+# -- the handler tests -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def service_env(fake: FakeOpenAI) -> dict[str, str]:
+    return model_env(fake.base_url)
+
+
+@pytest.fixture(scope="module")
+def service(service: DocLens) -> DocLens:
+    """The handler tests' service: one small knowledge base built from one sample PDF, and an empty one."""
+    service.create_kb(KB)
+    results = service.ingest(KB, [SAMPLES / PHYSICS])
+    assert [r.status for r in results] == ["indexed"], results
+    service.create_kb(EMPTY_KB)
+    return service
+
+
+@pytest.fixture
+def fake_model(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> Iterator[None]:
+    """Every test starts on the fake model with nothing recorded; the settings tests change them."""
+    fake.reset()
+    service.reconfigure(make_settings(data_dir, **model_env(fake.base_url)))
+    yield
+    fake.reset()  # faults a failed test left queued must not leak into the next one
+
+
+@pytest.fixture
+def figure(service: DocLens) -> Figure:
+    figures = service.figures(KB, PHYSICS)
+    assert figures, "the physics sample has a figure on page 2"
+    return figures[0]

@@ -1,25 +1,14 @@
-"""What the UI handler tests share: one service over a real DocLens (real Milvus Lite file, the bundled
-embedder) with one small knowledge base built from one sample PDF, per test module; the model is the
-recording FakeOpenAI. Milvus Lite allows one client per store per process, so tests switch the one
-service between configurations with ``reconfigure``.
-
-A test module imports the fixtures it uses (``fake_model`` is autouse: importing it is enough).
-"""
+"""What the UI handler tests share besides their fixtures (tests/ui/conftest.py): the knowledge base's
+names, the model's settings and replies, and the steps of sending a question through the handlers."""
 
 from __future__ import annotations
 
 import copy
-import socket
-from pathlib import Path
-from typing import Any, Iterator, Optional
-
-import pytest
+from typing import Any, Optional
 
 from backend.service import DocLens
-from backend.types import Figure
-from tests.conftest import SAMPLES, make_settings
-from tests.support.fake_openai import FakeOpenAI, RecordedRequest
-from ui.chat_tab import ChatHandlers
+from tests.support.fake_openai import RecordedRequest
+from ui.chat.handlers import ChatHandlers
 from ui.common import ALL_DOCUMENTS
 from ui.icons import icon
 
@@ -45,37 +34,6 @@ def model_env(base_url: str, **extra: str) -> dict[str, str]:
     }
     env.update(extra)
     return env
-
-
-@pytest.fixture(scope="module")
-def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("ui-handlers") / "data"
-
-
-@pytest.fixture(scope="module")
-def service(data_dir: Path, fake: FakeOpenAI) -> Iterator[DocLens]:
-    with DocLens(make_settings(data_dir, **model_env(fake.base_url))) as svc:
-        svc.create_kb(KB)
-        results = svc.ingest(KB, [SAMPLES / PHYSICS])
-        assert [r.status for r in results] == ["indexed"], results
-        svc.create_kb(EMPTY_KB)
-        yield svc
-
-
-@pytest.fixture(autouse=True)
-def fake_model(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> Iterator[None]:
-    """Every test starts on the fake model with nothing recorded; the settings tests change them."""
-    fake.reset()
-    service.reconfigure(make_settings(data_dir, **model_env(fake.base_url)))
-    yield
-    fake.reset()  # faults a failed test left queued must not leak into the next one
-
-
-@pytest.fixture
-def figure(service: DocLens) -> Figure:
-    figures = service.figures(KB, PHYSICS)
-    assert figures, "the physics sample has a figure on page 2"
-    return figures[0]
 
 
 def run_send(
@@ -104,12 +62,6 @@ def answer_text(updates: list[tuple]) -> str:
 
 def is_condense(request: RecordedRequest) -> bool:
     return "Follow-up question:" in request.text()
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])  # closed again on leaving: connections are refused
 
 
 class RecordingProgress:

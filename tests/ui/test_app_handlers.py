@@ -20,16 +20,15 @@ from tests.support.fake_openai import FakeOpenAI
 from tests.ui.handler_support import (
     KB,
     WARN,
-    data_dir,  # noqa: F401 - the fixture
-    fake_model,  # noqa: F401 - the autouse fixture
     model_env,
-    service,  # noqa: F401 - the fixture
 )
+from ui.access import parse_auth
 from ui.app import build_app
 from ui.common import error_text, shows_errors
-from ui.exposure import parse_auth
 from ui.icons import SYMBOLS
-from ui.kb_tab import KBHandlers
+from ui.knowledge_bases.handlers import KBHandlers
+
+pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
 
 
 def test_unexpected_errors_are_logged_and_not_shown(caplog) -> None:

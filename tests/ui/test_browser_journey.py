@@ -16,13 +16,10 @@ from tests.ui.browser_support import (
     INGEST_TIMEOUT_MS,
     Steps,
     ask,
-    browser_page,  # noqa: F401 - the fixture
-    browsers,  # noqa: F401 - the fixture
     choose,
     choose_files,
     field,
     open_tab,
-    page,  # noqa: F401 - the fixture
     skip_without_chromium,
     source_rows,
     wait_idle,

@@ -11,8 +11,6 @@ from tests.ui.browser_support import (
     ANSWER_TIMEOUT_MS,
     INGEST_TIMEOUT_MS,
     ask,
-    browser_page,  # noqa: F401 - the fixture
-    browsers,  # noqa: F401 - the fixture
     choose,
     choose_files,
     create_kb,
@@ -20,7 +18,6 @@ from tests.ui.browser_support import (
     field,
     kb_tab_on,
     open_tab,
-    page,  # noqa: F401 - the fixture
     skip_without_chromium,
     source_rows,
     wait_idle,

@@ -11,22 +11,15 @@ from typing import Iterator
 
 import pytest
 
-from tests.ui.browser_support import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    field,
-    open_tab,
-    skip_without_chromium,
-    wait_idle,
-)
-from tests.ui.conftest import ARTIFACTS, RunningApp
+from tests.ui.browser_support import field, open_tab, skip_without_chromium, wait_idle
+from tests.ui.conftest import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, RunningApp
 
 pytestmark = pytest.mark.slow
 skip_without_chromium()
 
 
 def ui_string_pairs() -> list[tuple[str, str]]:
-    """Every (English, Chinese) pair the UI code passes to ui.i18n's label()/text(), read from the source."""
+    """Every (English, Chinese) pair the UI code passes to ui.i18n.strings's label()/text(), read from the source."""
     import ast
 
     pairs = []

@@ -83,7 +83,7 @@ def test_parsed_formula_renders_in_quoted_document_text() -> None:
 
 def test_extractive_answer_renders_parsed_formula() -> None:
     from backend.types import Answer, Source
-    from ui.panels import extractive_markdown
+    from ui.chat.panels import extractive_markdown
 
     text = "能级公式如下：\n\n$$ E_{n}=\\hbar\\omega\\left(n+\\frac{1}{2}\\right) $$\n\n基态能量不为零。"
     source = Source(file="phys.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, relevance=80.0)

@@ -29,7 +29,7 @@ from tests.ui.conftest import (
     wait_until_serving,
 )
 from ui.common import ALL_DOCUMENTS  # the doc filter's "all documents" value
-from ui.kb_tab import eval_inputs
+from ui.knowledge_bases.handlers import eval_inputs
 from ui.web_files import NOT_RECEIVED, ReceivedUploads, UploadRefused
 
 pytestmark = pytest.mark.slow

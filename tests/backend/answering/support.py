@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import socket
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
-from backend.llm import LLMClient
+from backend.answering.answers import answer_stream
+from backend.llm.client import LLMClient
 from backend.types import Answer, AnswerUpdate, Figure, Source
 from tests.conftest import make_settings
 
@@ -72,13 +72,14 @@ def make_client(tmp_path: Path, base_url: Optional[str], **env: str) -> LLMClien
     return LLMClient(make_settings(tmp_path / "data", **settings_env), backoff_base=0.1)
 
 
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def final_answer(updates: list[AnswerUpdate]) -> Answer:
     assert updates[-1].done and updates[-1].answer is not None
     assert all(not u.done for u in updates[:-1])
     return updates[-1].answer
+
+
+def answer_question(
+    llm: Optional[LLMClient], question: str, sources: list[Source], confidence: float, **options: Any
+) -> Answer:
+    """The final Answer of answer_stream (what the service's ask returns), for tests that do not stream."""
+    return final_answer(list(answer_stream(llm, question, sources, confidence, **options)))

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.answering import answer_question, answer_stream, extract_citations
+from backend.answering.answers import answer_stream
+from backend.answering.citations import extract_citations
+from backend.processes import free_port
 from tests.backend.answering.support import (
     SOURCES,
-    closed_port,
+    answer_question,
     final_answer,
     make_client,
 )
@@ -48,7 +50,7 @@ def test_context_sources_limits_the_numbered_sources(tmp_path: Path, fake: FakeO
 
 
 def test_extractive_answer_when_the_endpoint_is_down(tmp_path: Path) -> None:
-    client = make_client(tmp_path, f"http://127.0.0.1:{closed_port()}/v1")
+    client = make_client(tmp_path, f"http://127.0.0.1:{free_port()}/v1")
     updates = list(answer_stream(client, "What is attention?", SOURCES, 40.0))
     answer = final_answer(updates)
     assert answer.mode == "extractive"

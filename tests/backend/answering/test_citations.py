@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from backend.answering import extract_citations, validate_citations
+from backend.answering.citations import extract_citations, validate_citations
 
 
 def test_extract_citations_handles_lists_ranges_and_ignores_formulas() -> None:

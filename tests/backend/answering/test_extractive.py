@@ -4,13 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.answering import (
-    NO_MODEL_NOTICE,
-    answer_question,
-    best_excerpt,
-    extractive_answer,
-)
-from tests.backend.answering.support import SOURCES, make_client
+from backend.answering.extractive import NO_MODEL_NOTICE, best_excerpt, extractive_answer
+from tests.backend.answering.support import SOURCES, answer_question, make_client
 
 
 def test_extractive_answer_without_a_model(tmp_path: Path) -> None:

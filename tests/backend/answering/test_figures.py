@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.answering import (
-    NO_MODEL_NOTICE,
-    answer_about_figure,
-    detect_image_mime,
-    figure_context,
-)
+from backend.answering.extractive import NO_MODEL_NOTICE
+from backend.answering.figures import answer_about_figure, detect_image_mime, figure_context
 from tests.backend.answering.support import (
     DOCUMENT_TEXT,
     FIGURE,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backend.answering import build_prompt, condense_question
+from backend.answering.prompts import build_prompt, condense_question
 from tests.backend.answering.support import SOURCES, make_client
 from tests.support.fake_openai import FakeOpenAI
 

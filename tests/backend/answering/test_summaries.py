@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from backend.answering import fallback_summary, sample_text, summarize_document
+from backend.answering.summaries import fallback_summary, sample_text, summarize_document
 from backend.errors import LLMError
 from tests.backend.answering.support import make_client
 from tests.support.fake_openai import FakeOpenAI

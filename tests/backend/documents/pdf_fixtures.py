@@ -6,6 +6,8 @@ import hashlib
 import zipfile
 from pathlib import Path
 
+from backend.quality.hostile_pdfs import write_objects
+
 _PAD = bytes.fromhex("28BF4E5E4E758A4164004E56FFFA01082E2E00B6D0683E802F0CA9FE6453697A")
 
 
@@ -48,24 +50,6 @@ def write_encrypted_pdf(path: Path, user_password: bytes = b"secret", owner_pass
     ]
     trailer = b"/Encrypt 4 0 R /ID [<%s> <%s>]" % (file_id.hex().encode(), file_id.hex().encode())
     return write_objects(path, objects, trailer=trailer, version=b"1.4")
-
-
-def write_objects(
-    path: Path, objects: list[bytes], trailer: bytes = b"", tail: bytes = b"", version: bytes = b"1.7"
-) -> Path:
-    """A PDF of the given object bodies (object 1 is the catalog) with a correct cross-reference table;
-    ``trailer`` adds entries to the trailer, ``tail`` comes after ``%%EOF``."""
-    out = bytearray(b"%PDF-" + version + b"\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R %s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, trailer, xref)
-    path.write_bytes(bytes(out) + tail)
-    return path
 
 
 def write_bad_inputs(folder: Path, good_pdf: Path) -> dict[str, Path]:

@@ -1,6 +1,6 @@
 """OCR memory bounds (issue 11 item 8): the recogniser keeps only what the decoder reads, in slices of a
 batch; detection runs one page at a time; freed native memory goes back to the system. The figures come
-from ``python -m tests.support.bench_hostile_pdfs``; these tests pin the behaviour, not the bytes."""
+from ``python -m backend.quality.bench_hostile``; these tests pin the behaviour, not the bytes."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ import pytest
 from backend.documents.limits import MIN_RENDER_DPI, render_dpi
 from backend.documents.pdf import inspect_pdf, parse_pdf
 from backend.errors import DocumentError
+from backend.quality import hostile_pdfs
 from backend.settings import IngestSettings
-from tests.backend.documents import hostile_pdfs
 from tests.conftest import make_settings
 
 

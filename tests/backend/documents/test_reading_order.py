@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from backend.documents.ocr import OCRBox, boxes_to_text
 from backend.documents.pdf import parse_pdf
-from backend.layout_bench import LAYOUTS, normalise, write_bench_pdf
+from backend.quality.bench_layout import LAYOUTS, normalise, write_bench_pdf
 from tests.conftest import BENCH, SHARED
 
 WORDS = (

@@ -2,7 +2,7 @@
 
 import pytest
 
-from backend.retrieval.confidence import FEATURES, confidence, features, fit_calibration, reliability
+from backend.retrieval.confidence import FEATURES, confidence, features
 from backend.types import Source
 
 
@@ -33,22 +33,6 @@ def test_features_are_in_unit_range():
     values = features([src(80, 50, 60), src(70, 20, 30, both=False)])
     assert set(values) == set(FEATURES)
     assert all(0.0 <= v <= 1.0 for v in values.values())
-
-
-def test_fit_learns_the_direction_of_a_separable_signal():
-    rows = [{name: (1.0 if i % 2 else 0.0) if name == "top_keyword" else 0.5 for name in FEATURES} for i in range(200)]
-    labels = [bool(i % 2) for i in range(200)]
-    model = fit_calibration(rows, labels, l2=1.0)
-    assert model["weights"]["top_keyword"] > 1.0
-
-
-def test_reliability_table_and_ece():
-    report = reliability([90, 90, 10, 10], [True, False, False, False], bins=10)
-    assert report["bins"] == [
-        {"confidence": 0.1, "accuracy": 0.0, "n": 2},
-        {"confidence": 0.9, "accuracy": 0.5, "n": 2},
-    ]
-    assert report["ece"] == pytest.approx(0.5 * 0.1 + 0.5 * 0.4)
 
 
 def test_a_same_language_top_is_read_on_its_own_scale_in_a_mixed_library():

@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from backend.evaluation import source_has_answer
+from backend.quality.metrics import source_has_answer
 from backend.service import DocLens
 from backend.settings import with_changes
 from tests.conftest import BENCH, make_settings

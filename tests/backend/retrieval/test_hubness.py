@@ -14,7 +14,7 @@ from tests.conftest import make_settings
 @pytest.fixture(scope="module")
 def hubs(tmp_path_factory):
     with DocLens(make_settings(tmp_path_factory.mktemp("hubness") / "data")) as service:
-        yield HubScores(service.embedder)
+        yield HubScores(lambda: service.embedder)
 
 
 def test_the_reference_questions_are_parallel_questions_in_each_language():

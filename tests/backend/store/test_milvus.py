@@ -6,22 +6,12 @@ import numpy as np
 import pytest
 
 from backend.errors import StoreError
-from backend.processes import free_port, stop
-from backend.store import lite_server
+from backend.processes import free_port
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.filters import filter_expression, quote
 from backend.store.milvus import MilvusStore
 
 DIM = 8
-
-
-@pytest.fixture(scope="module")
-def milvus_server(tmp_path_factory):
-    """A Milvus Lite server on TCP: the same protocol a Milvus standalone speaks."""
-    port = free_port()
-    proc = lite_server.start(tmp_path_factory.mktemp("server-store") / "store", port)
-    yield f"http://127.0.0.1:{port}"
-    stop(proc)
 
 
 @pytest.fixture(params=["lite", "server"])

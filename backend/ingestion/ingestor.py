@@ -1,0 +1,441 @@
+"""PDF files -> parsed pages -> chunks -> vectors -> rows, one document at a time, all or nothing.
+
+The knowledge base (``OpenKB``) keeps the books: a document is registered as *pending* before its first
+row is written and becomes *complete* only after the last one; any failure or cancellation removes its
+rows, figures and registry entry again (``OpenKB.remove_document``), and start-up
+(``KnowledgeBases.recover``) removes what a crash left pending. This module only turns files into rows.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Optional
+
+import numpy as np
+
+from backend.documents.chunking import chunk_pages
+from backend.documents.figures import save_figure
+from backend.documents.limits import PDFIUM_STRING_LIMIT
+from backend.documents.ocr import get_ocr_engine
+from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
+from backend.embedding.base import Embedder
+from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
+from backend.ingestion.read_ahead import PageReader, ReadAhead
+from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256
+from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
+from backend.settings import Settings
+from backend.store.base import ChunkRow
+from backend.text import text_language
+from backend.types import Chunk, DocumentInfo, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
+
+log = logging.getLogger(__name__)
+__all__ = ["Ingestor", "UploadItem", "collect_uploads", "file_sha256"]  # the uploads are named here too
+
+
+@dataclass
+class _Job:
+    """One document in flight: what to undo if it does not finish, and what it was parsed into."""
+
+    kb: OpenKB
+    item: UploadItem
+    doc_id: str
+    report: Callable[..., None]
+    cancel: Optional[threading.Event]
+    slot: int = 0  # its place among the upload's results
+    sha: str = ""
+    page_count: int = 0
+    previous: Optional[DocumentInfo] = None  # a document of the same name that it replaces once complete
+    pages: list[PageText] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)
+    figures: list[Figure] = field(default_factory=list)
+    empty_ocr_pages: list[int] = field(default_factory=list)
+    unreadable_pages: list[int] = field(default_factory=list)  # pdfium could not load them
+    cut_pages: list[int] = field(default_factory=list)  # a text string cut by pdfium
+    characters: int = 0
+    seconds: float = 0.0  # spent on it so far
+
+    def check_cancel(self) -> None:
+        if self.kb.deleted.is_set():
+            raise KnowledgeBaseDeleted(kb_deleted_message(self.kb))
+        if self.cancel is not None and self.cancel.is_set():
+            raise CancelledError(f"{self.item.name}: cancelled")
+
+
+class _Upload:
+    """The results of one upload, in the order of its files, and the parsed documents waiting to be
+    embedded together: a paper of a few pages has two batches of chunks, too few to keep both of
+    OpenVINO's streams busy, so small documents are embedded in one call (``ingest.embed_group_chunks``)."""
+
+    def __init__(self, kb: OpenKB, items: list[UploadItem], cancel: Optional[threading.Event]) -> None:
+        self.kb = kb
+        self.items = items
+        self.cancel = cancel
+        self.results: list[Optional[IngestResult]] = [None] * len(items)
+        self.waiting: list[_Job] = []
+
+    def waiting_chunks(self) -> int:
+        return sum(len(job.chunks) for job in self.waiting)
+
+    def is_waiting_for(self, item: UploadItem, sha: str = "") -> bool:
+        """A waiting document of this name or content: it must be finished before this file is judged."""
+        return any(job.item.name == item.name or (sha and job.sha == sha) for job in self.waiting)
+
+
+class Ingestor:
+    """Turns files into rows of a knowledge base; the knowledge base does the bookkeeping and storing."""
+
+    def __init__(self, settings: Settings, embedder: Embedder):
+        self.settings = settings
+        self.embedder = embedder
+
+    def run(
+        self,
+        kb: OpenKB,
+        items: list[UploadItem],
+        progress: Optional[ProgressCallback] = None,
+        cancel: Optional[threading.Event] = None,
+    ) -> list[IngestResult]:
+        upload = _Upload(kb, items, cancel)
+        ahead = ReadAhead(items, self.settings, cancel)
+        try:
+            for index, item in enumerate(items, 1):
+                not_started = _not_started(kb, item, cancel)
+                if not_started is not None:
+                    upload.results[index - 1] = not_started
+                    continue
+                report = _reporter(progress, item.name, index, len(items))
+                report("file", message=f"file {index} of {len(items)}")
+                if upload.is_waiting_for(item):
+                    self._finish_waiting(upload)
+                self._prepare_one(upload, index - 1, report, ahead)
+                if upload.waiting_chunks() >= self.settings.ingest.embed_group_chunks:
+                    self._finish_waiting(upload)
+            self._finish_waiting(upload)
+        finally:
+            ahead.close()
+            for job in upload.waiting:  # an interrupt (KeyboardInterrupt) between the two steps
+                kb.remove_document(job.doc_id)
+        if progress is not None and items:
+            progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
+        return [r for r in upload.results if r is not None]
+
+    def _prepare_one(self, upload: _Upload, slot: int, report, ahead: ReadAhead) -> None:
+        """Parsed and chunked, the document waits to be embedded; a duplicate or a failure is its result."""
+        item = upload.items[slot]
+        job = _Job(upload.kb, item, doc_id="", report=report, cancel=upload.cancel, slot=slot)
+        started = time.perf_counter()
+        try:
+            result = self._ingest(upload, job, ahead)
+        except BaseException as exc:
+            result = _failed(upload.kb, item, exc)
+            if not isinstance(exc, Exception):  # an interrupt: recorded, then raised again
+                _record(upload, slot, result, time.perf_counter() - started)
+                raise
+        job.seconds += time.perf_counter() - started
+        if result is None:
+            upload.waiting.append(job)
+        else:
+            _record(upload, slot, result, job.seconds)
+
+    def _ingest(self, upload: _Upload, job: _Job, ahead: ReadAhead) -> Optional[IngestResult]:
+        reader = ahead.take(job.item)
+        try:
+            return self._ingest_read(upload, job, ahead, reader)
+        finally:
+            if reader is not None:
+                reader.stop()  # a duplicate or a failure leaves it unread
+
+    def _ingest_read(
+        self, upload: _Upload, job: _Job, ahead: ReadAhead, reader: Optional[PageReader]
+    ) -> Optional[IngestResult]:
+        item, kb = job.item, job.kb
+        check_readable(item)
+        job.sha = reader.sha if reader is not None else file_sha256(item.path)
+        if upload.is_waiting_for(item, job.sha):  # the same content twice in one upload: the first one counts
+            self._finish_waiting(upload)
+        duplicate = kb.registry.document_by_sha(job.sha)
+        if duplicate is not None:
+            return _duplicate(item, duplicate)
+        # A file read ahead already has its digest and page count: no need to read or open it again.
+        job.page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
+        job.previous = kb.registry.document_by_file(item.name)
+        job.doc_id = job.sha[:32]
+        kb.begin_document(job.doc_id, item.name, job.sha)
+        try:
+            kb.keep_original(job.doc_id, item.path)
+            pages = (
+                reader.pages()
+                if reader is not None
+                else iter_pages(item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
+            )
+            job.chunks = self._parse_and_chunk(job, job.page_count, pages)
+            ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
+        except BaseException:
+            kb.remove_document(job.doc_id)
+            raise
+        return None
+
+    # -- the documents waiting, embedded in one call, then stored one by one ---------------------
+
+    def _finish_waiting(self, upload: _Upload) -> None:
+        if upload.waiting:
+            self._finish(upload, list(upload.waiting))
+
+    def _finish(self, upload: _Upload, jobs: list[_Job]) -> None:
+        started = time.perf_counter()
+        try:
+            vectors = self._embed_jobs(jobs)
+        except BaseException as exc:
+            if len(jobs) > 1 and _document_specific(exc):
+                log.info("embedding %d documents together failed (%s): each one alone", len(jobs), exc)
+                for job in jobs:  # a text an endpoint refuses fails its own document only
+                    self._finish(upload, [job])
+                return
+            self._fail_all(upload, jobs, exc)
+            return
+        shared = time.perf_counter() - started
+        total = sum(len(job.chunks) for job in jobs)
+        for job, job_vectors in zip(jobs, _split_rows(vectors, [len(job.chunks) for job in jobs])):
+            job.seconds += shared * len(job.chunks) / total
+            self._store_one(upload, job, job_vectors)
+
+    def _embed_jobs(self, jobs: list[_Job]) -> np.ndarray:
+        total = sum(len(job.chunks) for job in jobs)
+        last = jobs[-1]
+        others = f" with {len(jobs) - 1} other file(s)" if len(jobs) > 1 else ""
+        for job in jobs:
+            job.check_cancel()
+            job.report("embed", 0, len(job.chunks), f"embedding {len(job.chunks)} chunks{others}")
+
+        def on_batch(done: int, _total: int) -> None:
+            last.check_cancel()
+            last.report("embed", done, total, f"embedding {done} of {total}")
+
+        vectors = self.embedder.embed_passages([c.text for job in jobs for c in job.chunks], progress=on_batch)
+        last.check_cancel()
+        return vectors
+
+    def _fail_all(self, upload: _Upload, jobs: list[_Job], exc: BaseException) -> None:
+        for job in jobs:
+            job.kb.remove_document(job.doc_id)
+            _record(upload, job.slot, _failed(job.kb, job.item, exc), job.seconds)
+        if not isinstance(exc, Exception):
+            raise exc
+
+    def _store_one(self, upload: _Upload, job: _Job, vectors: np.ndarray) -> None:
+        started = time.perf_counter()
+        try:
+            self._store(job, vectors)
+            job.kb.complete_document(
+                job.doc_id, job.pages, job.figures, len(job.chunks), job.page_count, job.check_cancel
+            )
+        except BaseException as exc:
+            job.kb.remove_document(job.doc_id)
+            _record(upload, job.slot, _failed(job.kb, job.item, exc), job.seconds + time.perf_counter() - started)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        _record(upload, job.slot, self._stored_result(job), job.seconds + time.perf_counter() - started)
+
+    def _stored_result(self, job: _Job) -> IngestResult:
+        previous = job.previous
+        replaced = previous if previous is not None and previous.doc_id != job.doc_id else None
+        if replaced is not None:
+            job.kb.remove_document(replaced.doc_id)
+        return IngestResult(
+            job.item.name,
+            "indexed" if replaced is None else "replaced",
+            pages=job.page_count,
+            ocr_pages=sum(p.ocr for p in job.pages),
+            chunks=len(job.chunks),
+            figures=len(job.figures),
+            empty_ocr_pages=job.empty_ocr_pages,
+            error=_notes(job, replaced),
+        )
+
+    def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
+        figure_dir = job.kb.figure_dir(job.doc_id)
+        for parsed in pages:
+            job.check_cancel()
+            job.report(
+                "ocr" if parsed.ocr else "parse",
+                parsed.page,
+                page_count,
+                f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}",
+            )
+            job.pages.append(PageText(parsed.page, parsed.text, parsed.ocr))
+            self._check_chunk_budget(job, parsed)
+            if parsed.ocr and parsed.empty_ocr:
+                job.empty_ocr_pages.append(parsed.page)
+            if parsed.unreadable:
+                job.unreadable_pages.append(parsed.page)
+            if parsed.cut_objects:
+                job.cut_pages.append(parsed.page)
+            for figure in parsed.figures:
+                path = save_figure(figure, figure_dir)
+                job.figures.append(
+                    Figure(
+                        id=f"{job.doc_id}/{path.stem}",
+                        doc_id=job.doc_id,
+                        file=job.item.name,
+                        page=parsed.page,
+                        path=str(path),
+                        caption=figure.caption or "",
+                    )
+                )
+        job.check_cancel()
+        chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
+        if not chunks:
+            raise DocLensError(_no_text_reason(job))
+        if len(chunks) > self.settings.ingest.max_chunks:
+            raise DocumentError(
+                f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
+                f"({self.settings.ingest.max_chunks:,}); split the document"
+            )
+        return chunks
+
+    def _check_chunk_budget(self, job: _Job, parsed: ParsedPage) -> None:
+        """A chunk holds at most chunk_size characters: more text than max_chunks of them is refused at
+        the page where it is passed, not after parsing (and holding) the rest of the document."""
+        job.characters += len(parsed.text)
+        ingest = self.settings.ingest
+        if job.characters > ingest.max_chunks * ingest.chunk_size:
+            raise DocumentError(
+                f"{job.item.name}: by page {parsed.page} the text fills more than "
+                f"{ingest.max_chunks:,} chunks: more than ingest.max_chunks; split the document"
+            )
+
+    def _store(self, job: _Job, vectors: np.ndarray) -> None:
+        chunks = job.chunks
+        total = len(chunks)
+        rows = [
+            ChunkRow(
+                id=f"{job.doc_id}:{c.chunk_index}",
+                doc_id=job.doc_id,
+                filename=job.item.name,
+                page=c.page,
+                page_end=c.page_end,
+                chunk_index=c.chunk_index,
+                content=c.text,
+                vector=v,
+                lang=c.lang or text_language(c.text),
+                kind=c.kind,
+            )
+            for c, v in zip(chunks, vectors)
+        ]
+        batch = 256
+        for start in range(0, total, batch):
+            job.check_cancel()
+            job.kb.add_rows(rows[start : start + batch])
+            job.report("store", min(total, start + batch), total, f"storing {min(total, start + batch)} of {total}")
+
+
+def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count: int):
+    def report(stage: str, current: int = 0, total: int = 0, message: str = "") -> None:
+        if progress is not None:
+            progress(ProgressEvent(stage, name, index, count, current, total, message))
+
+    return report
+
+
+def _not_started(kb: OpenKB, item: UploadItem, cancel: Optional[threading.Event]) -> Optional[IngestResult]:
+    if kb.deleted.is_set():  # the rest is not started: nothing of it may be written
+        return IngestResult(item.name, "failed", error=f"{item.name}: not added: " + kb_deleted_message(kb))
+    if cancel is not None and cancel.is_set():
+        return IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start")
+    return None
+
+
+def _failed(kb: OpenKB, item: UploadItem, exc: BaseException) -> IngestResult:
+    """What a document that did not finish reports, naming the file and the reason."""
+    if isinstance(exc, KnowledgeBaseDeleted):
+        return IngestResult(item.name, "failed", error=f"{item.name}: not added: " + kb_deleted_message(kb))
+    if isinstance(exc, CancelledError):
+        return IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled; nothing was stored")
+    if isinstance(exc, DocLensError):
+        return IngestResult(item.name, "failed", error=_naming(item, str(exc)))
+    if not isinstance(exc, Exception):  # an interrupt: recorded, then raised again by the caller
+        return IngestResult(item.name, "cancelled", error=f"{item.name}: interrupted; nothing was stored")
+    # a bug or a library failure on a strange file: the other files go on
+    log.error("ingesting %s failed", item.name, exc_info=exc)
+    return IngestResult(item.name, "failed", error=f"{item.name}: unexpected {exc.__class__.__name__}: {exc}")
+
+
+def _duplicate(item: UploadItem, duplicate: DocumentInfo) -> IngestResult:
+    same = "" if duplicate.file == item.name else f" as {duplicate.file}"
+    return IngestResult(
+        item.name,
+        "duplicate",
+        pages=duplicate.pages,
+        ocr_pages=duplicate.ocr_pages,
+        chunks=duplicate.chunks,
+        figures=duplicate.figures,
+        error=f"{item.name}: the same content is already indexed{same}; skipped",
+    )
+
+
+def _record(upload: _Upload, slot: int, result: IngestResult, seconds: float) -> None:
+    result.seconds = seconds
+    upload.results[slot] = result
+    upload.waiting = [job for job in upload.waiting if job.slot != slot]
+    log.info("%s: %s (%s)", result.file, result.status, result.error or f"{result.chunks} chunks")
+
+
+def _document_specific(exc: BaseException) -> bool:
+    """A failure that may belong to one document's texts, not to the upload (cancelled, deleted, interrupted)."""
+    return isinstance(exc, Exception) and not isinstance(exc, (CancelledError, KnowledgeBaseDeleted))
+
+
+def _split_rows(vectors: np.ndarray, counts: list[int]) -> list[np.ndarray]:
+    edges = np.cumsum(counts)[:-1]
+    return np.split(vectors, edges)
+
+
+def _naming(item: UploadItem, message: str) -> str:
+    """Every failure line names the file, once, as the user knows it (not as the upload's temp file)."""
+    own = f"{item.path.name}: "
+    if item.path.name != item.name and message.startswith(own):
+        message = message[len(own) :]
+    return message if item.name in message else f"{item.name}: {message}"
+
+
+def _no_text_reason(job: _Job) -> str:
+    if job.unreadable_pages:
+        return (
+            f"{job.item.name}: no text found (pdfium cannot load pages {_page_list(job.unreadable_pages)}: "
+            f"a damaged page tree)"
+        )
+    if job.empty_ocr_pages:
+        return f"{job.item.name}: no text found (OCR found nothing on pages {_page_list(job.empty_ocr_pages)})"
+    return f"{job.item.name}: no text found in the document"
+
+
+def _notes(job: _Job, replaced: Optional[DocumentInfo]) -> Optional[str]:
+    """What the user must know about a stored document: what it replaced, and pages not (fully) read."""
+    notes = []
+    if replaced is not None:
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(replaced.created_at))
+        notes.append(f"replaced {replaced.file} (a different file: {replaced.pages} pages, indexed {when})")
+    if job.empty_ocr_pages:
+        notes.append(f"OCR found no text on page(s) {_page_list(job.empty_ocr_pages)}")
+    if job.unreadable_pages:
+        notes.append(
+            f"page(s) {_page_list(job.unreadable_pages)} could not be read (pdfium cannot load them: "
+            f"a damaged page tree)"
+        )
+    if job.cut_pages:
+        notes.append(
+            f"page(s) {_page_list(job.cut_pages)}: a text string over {PDFIUM_STRING_LIMIT:,} characters "
+            f"was cut by pdfium, the rest of it is missing"
+        )
+    if not notes:
+        return None
+    skipped = job.empty_ocr_pages or job.unreadable_pages
+    return f"{job.item.name}: " + "; ".join(notes) + ("; the other pages are indexed" if skipped else "")
+
+
+def _page_list(pages: list[int]) -> str:
+    return ", ".join(str(p) for p in pages[:20]) + (" …" if len(pages) > 20 else "")

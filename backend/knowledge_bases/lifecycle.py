@@ -1,0 +1,204 @@
+"""Knowledge bases: one Milvus collection plus one folder (both named ``kb_<hex>``) per display name.
+
+Their lifecycle: listing, creating, opening (``OpenKB``), renaming, deleting, and recovering what a crash
+left half-done; one writer at a time per knowledge base, and a delete that waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from backend.errors import DocLensError, KnowledgeBaseDeleted, KnowledgeBaseError
+from backend.knowledge_bases import names
+from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
+from backend.knowledge_bases.registry import Registry
+from backend.store.base import CollectionInfo, VectorStore
+from backend.types import KnowledgeBase
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Use:
+    """Shared by everyone holding one knowledge base open: its writer lock and its deleted flag."""
+
+    writer: threading.Lock = field(default_factory=threading.Lock)
+    deleted: threading.Event = field(default_factory=threading.Event)
+
+
+class KnowledgeBases:
+    def __init__(self, store: VectorStore, data_dir: Path, embedding_signature: Callable[[], tuple[str, int]]):
+        self.store = store
+        self.root = data_dir / "kbs"
+        self._embedding_signature = embedding_signature  # (model id, dim), may load the model: call late
+        self._registries: dict[str, Registry] = {}
+        self._uses: dict[str, _Use] = {}
+        self._guard = threading.Lock()  # the two dicts, and a delete against a registry created meanwhile
+
+    def folder(self, collection: str) -> Path:
+        return self.root / collection
+
+    def registry(self, collection: str) -> Registry:
+        with self._guard:
+            if collection not in self._registries:
+                if self._use(collection).deleted.is_set() or not self.store.has_collection(collection):
+                    raise KnowledgeBaseDeleted("the knowledge base was deleted")  # never re-create its folder
+                self._registries[collection] = Registry(self.folder(collection))
+            return self._registries[collection]
+
+    def _use(self, collection: str) -> _Use:
+        return self._uses.setdefault(collection, _Use())
+
+    @contextmanager
+    def writing(self, kb: OpenKB) -> Iterator[None]:
+        """Held for a whole upload: uploads to one knowledge base run one after the other (so each sees
+        what the one before stored), and a delete waits until the upload has noticed and rolled back."""
+        with self._guard:
+            use = self._use(kb.collection)
+        with use.writer:
+            if kb.deleted.is_set() or not self.store.has_collection(kb.collection):
+                raise KnowledgeBaseDeleted(kb_deleted_message(kb))
+            yield
+
+    def check_exists(self, kb: OpenKB) -> None:
+        """Raise KnowledgeBaseDeleted if ``kb`` was deleted since it was opened (to explain a failure)."""
+        if kb.deleted.is_set() or not self.store.has_collection(kb.collection):
+            raise KnowledgeBaseDeleted(kb_deleted_message(kb))
+
+    @contextmanager
+    def deletion_explained(self, kb: OpenKB) -> Iterator[None]:
+        """A failure of work on ``kb`` says "was deleted" when it was, not the store's "collection ... does
+        not exist"."""
+        try:
+            yield
+        except DocLensError:
+            self.check_exists(kb)
+            raise
+
+    def seal(self, kb: OpenKB) -> None:
+        """Fresh rows go into indexed segments now (after an upload), not on the next restart."""
+        try:
+            self.store.seal(kb.collection)
+        except DocLensError as exc:  # a knowledge base deleted meanwhile has nothing left to seal
+            log.info("knowledge base %r not sealed: %s", kb.name, exc)
+
+    # -- listing ------------------------------------------------------------------------------
+
+    def list(self) -> list[KnowledgeBase]:
+        kbs = []
+        for info in self.store.list_collections():
+            name = names.display_name(info.name)
+            if name is None:
+                continue  # not ours: never listed or touched
+            try:
+                documents, chunks = self.registry(info.name).totals()
+            except KnowledgeBaseDeleted:
+                continue  # deleted while listing
+            kbs.append(
+                KnowledgeBase(
+                    name=name,
+                    collection=info.name,
+                    documents=documents,
+                    chunks=chunks,
+                    embedding_model=info.embedding_model,
+                    dim=info.dim,
+                )
+            )
+        return sorted(kbs, key=lambda kb: kb.name.casefold())
+
+    def open(self, name: str, check_model: bool = True) -> OpenKB:
+        clean = names.normalize_name(name)
+        collection = names.collection_name_unchecked(clean)
+        info = self.store.describe(collection) if clean else None  # one collection, not all: every search opens
+        if info is None:
+            raise KnowledgeBaseError(f"knowledge base '{clean}' does not exist")
+        if check_model:
+            self._check_model(clean, info)
+        registry = self.registry(collection)
+        with self._guard:
+            deleted = self._use(collection).deleted
+        return OpenKB(clean, collection, self.folder(collection), info, registry, self.store, deleted)
+
+    def _check_model(self, name: str, info: CollectionInfo) -> None:
+        model, dim = self._embedding_signature()
+        if info.embedding_model != model or info.dim != dim:
+            raise KnowledgeBaseError(
+                f"knowledge base '{name}' was built with embedding model {info.embedding_model} ({info.dim} dims) "
+                f"but {model} ({dim} dims) is configured: set embedding.model to {info.embedding_model} "
+                f"(or DOCLENS_EMBEDDING_MODEL) to use it, or create a new knowledge base and upload the "
+                f"documents again"
+            )
+
+    def recover(self) -> None:
+        """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
+        for listed in self.list():
+            pending = self.registry(listed.collection).pending_ids()
+            if not pending:
+                continue
+            log.warning(
+                "knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
+                listed.name,
+                len(pending),
+            )
+            kb = self.open(listed.name, check_model=False)
+            for doc_id in pending:
+                kb.remove_document(doc_id)
+
+    # -- changes ------------------------------------------------------------------------------
+
+    def create(self, name: str) -> KnowledgeBase:
+        clean = names.validate_name(name)
+        collection = names.collection_name(clean)
+        if self.store.has_collection(collection):
+            raise KnowledgeBaseError(f"knowledge base '{clean}' already exists")
+        model, dim = self._embedding_signature()
+        self._discard_stale_folder(collection)
+        self.store.create_collection(collection, dim, model)
+        self.registry(collection)
+        log.info("created knowledge base %r as %s (%s, %d dims)", clean, collection, model, dim)
+        return KnowledgeBase(clean, collection, 0, 0, model, dim)
+
+    def rename(self, old: str, new: str) -> KnowledgeBase:
+        source = self.open(old, check_model=False)
+        target_name = names.validate_name(new)
+        target = names.collection_name(target_name)
+        if target == source.collection:
+            raise KnowledgeBaseError(f"knowledge base '{source.name}' already has that name")
+        if self.store.has_collection(target):
+            raise KnowledgeBaseError(f"cannot rename '{source.name}': knowledge base '{target_name}' already exists")
+        self._discard_stale_folder(target)
+        self.store.rename_collection(source.collection, target)
+        with self._guard:
+            self._registries.pop(source.collection, None)
+        if source.folder.exists():
+            source.folder.rename(self.folder(target))
+        log.info("renamed knowledge base %r to %r", source.name, target_name)
+        return next(kb for kb in self.list() if kb.collection == target)
+
+    def delete(self, name: str) -> None:
+        """Running uploads see the flag at their next page or batch, roll back and stop; questions that
+        fail meanwhile say the knowledge base was deleted. Nothing of it is left on disk."""
+        kb = self.open(name, check_model=False)
+        with self._guard:
+            use = self._use(kb.collection)
+        use.deleted.set()
+        with use.writer:  # waits for a running upload to finish its rollback
+            with self._guard:
+                self.store.drop_collection(kb.collection)
+                self._registries.pop(kb.collection, None)
+                shutil.rmtree(kb.folder, ignore_errors=True)
+                self._uses.pop(kb.collection, None)  # a new knowledge base of that name starts afresh
+        log.info("deleted knowledge base %r", kb.name)
+
+    def _discard_stale_folder(self, collection: str) -> None:
+        """A folder without a collection is a leftover (e.g. a crash during delete): never reuse its data."""
+        folder = self.folder(collection)
+        if folder.exists():
+            log.warning("removing leftover folder %s of a knowledge base that no longer exists", folder)
+            shutil.rmtree(folder, ignore_errors=True)

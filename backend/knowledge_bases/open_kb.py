@@ -1,0 +1,136 @@
+"""A knowledge base opened for work: its names, collection, folder, registry and documents.
+
+It does the bookkeeping of its documents once (its folder layout, the registry entry of each document,
+adding and removing them); the store only stores and deletes rows, and the ingestor only turns files
+into rows. Folder layout::
+
+    kbs/kb_<hex>/registry.sqlite3       documents, pages, figures, summaries
+    kbs/kb_<hex>/files/<doc_id>.pdf     the original, by content hash (page previews are rendered from it)
+    kbs/kb_<hex>/figures/<doc_id>/      figure PNGs
+    kbs/kb_<hex>/previews/<doc_id>/     rendered pages (a cache)
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from backend.errors import KnowledgeBaseError
+from backend.knowledge_bases import names
+from backend.knowledge_bases.registry import Registry
+from backend.store.base import ChunkRow, CollectionInfo, VectorStore
+from backend.types import DocumentInfo, Figure, PageText
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class OpenKB:
+    """A knowledge base ready for work: its names, its collection info, its registry and its documents."""
+
+    name: str
+    collection: str
+    folder: Path
+    info: CollectionInfo
+    registry: Registry
+    store: VectorStore
+    deleted: threading.Event = field(default_factory=threading.Event)  # set when a delete begins
+
+    # -- its folder ---------------------------------------------------------------------------
+
+    def original_pdf(self, doc_id: str) -> Path:
+        return self.folder / "files" / f"{doc_id}.pdf"
+
+    def figure_dir(self, doc_id: str) -> Path:
+        return self.folder / "figures" / doc_id
+
+    def preview_dir(self, doc_id: str) -> Path:
+        return self.folder / "previews" / doc_id
+
+    # -- its documents ------------------------------------------------------------------------
+
+    def find_document(self, file: str) -> DocumentInfo:
+        """A document by the name the user knows (as given, or as stored: a long one is shortened)."""
+        doc = self.registry.document_by_file(file) or self.registry.document_by_file(names.clean_file_name(file))
+        if doc is None:
+            raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{self.name}'")
+        return doc
+
+    def figure(self, figure_id: str) -> Figure:
+        figure = next((f for f in self.registry.figures() if f.id == figure_id), None)
+        if figure is None:
+            raise KnowledgeBaseError(f"figure '{figure_id}' is not in knowledge base '{self.name}'")
+        return figure
+
+    def figure_image(self, figure: Figure) -> Optional[bytes]:
+        """The figure's PNG, or None when it cannot be read (the question then goes without the image)."""
+        try:
+            return Path(figure.path).read_bytes()
+        except OSError as exc:
+            log.warning("figure image %s unreadable: %s", figure.path, exc)
+            return None
+
+    def text(self, doc_id: str) -> str:
+        """A document's whole text, its pages apart by blank lines."""
+        return "\n\n".join(text for _, text in self.registry.document_text(doc_id))
+
+    def first_passages(self, doc_id: str, count: int) -> list[str]:
+        return [c.content for c in self.store.chunks(self.collection, doc_id=doc_id, limit=count)]
+
+    def begin_document(self, doc_id: str, file: str, sha256: str) -> None:
+        """Registered as pending before its first row or file is written: until ``complete_document`` it
+        is searched by no one and removed by ``remove_document`` (or at start after a crash)."""
+        if self.registry.document(doc_id) is not None:  # rows and files only exist under an entry
+            self.remove_document(doc_id)  # leftovers of an earlier attempt at the same content
+        self.registry.add_pending(doc_id, file, sha256)
+
+    def keep_original(self, doc_id: str, source: Path) -> None:
+        """The PDF is kept (by content hash, never by its name) to render page previews later."""
+        target = self.original_pdf(doc_id)
+        target.parent.mkdir(exist_ok=True)  # inside the knowledge base's folder, never re-created here
+        partial = target.with_suffix(".part")
+        shutil.copyfile(source, partial)
+        partial.replace(target)
+
+    def add_rows(self, rows: Sequence[ChunkRow]) -> None:
+        self.store.insert(self.collection, list(rows))
+
+    def complete_document(
+        self,
+        doc_id: str,
+        pages: Sequence[PageText],
+        figures: Sequence[Figure],
+        chunks: int,
+        page_count: int,
+        check: Callable[[], None],
+    ) -> None:
+        """Its pages and figures are registered, then (``check`` passing: not cancelled, not deleted)
+        it is marked complete, the one step that makes it visible."""
+        self.registry.add_pages(doc_id, [(p.page, p.text, p.ocr) for p in pages])
+        for figure in figures:
+            self.registry.add_figure(figure)
+        check()
+        self.registry.mark_complete(
+            doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in pages), chunks=chunks, figures=len(figures)
+        )
+
+    def remove_document(self, doc_id: str) -> None:
+        """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.
+
+        The entry is marked first so that a crash half-way never leaves a "complete" document without rows
+        (e.g. the old version during a replace): start-up removes whatever is not complete.
+        """
+        self.registry.mark_removing(doc_id)
+        self.store.delete_documents(self.collection, [doc_id])
+        shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
+        shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
+        self.original_pdf(doc_id).unlink(missing_ok=True)
+        self.registry.remove_document(doc_id)
+
+
+def kb_deleted_message(kb: OpenKB) -> str:
+    return f"the knowledge base '{kb.name}' was deleted"

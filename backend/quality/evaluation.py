@@ -1,0 +1,209 @@
+"""Retrieval evaluation on qa.jsonl sets: metrics per search mode, the left-out (unanswerable) variant,
+and the calibration of the confidence on the questions asked."""
+
+from __future__ import annotations
+
+import json
+import logging
+import random
+import statistics
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from backend.errors import DocLensError
+from backend.quality.bench_ingest import ingest_speed
+from backend.quality.calibration import reliability
+from backend.quality.metrics import SAMPLE_SEED, mean_metrics, percentile, question_metrics
+from backend.retrieval.confidence import features
+from backend.service import DocLens
+from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchMode, SearchResult
+
+log = logging.getLogger(__name__)
+
+
+def load_questions(path: Path, limit: int = 0) -> list[dict]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise DocLensError(f"{path}: cannot be read ({exc.strerror or exc})") from None
+    questions = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            q = json.loads(line)
+            questions.append(
+                {
+                    "id": q.get("id", number),
+                    "question": q["question"],
+                    "answers": list(q["answers"]),
+                    "doc": q["doc"],
+                    "pages": [int(p) for p in q["pages"]],
+                    "scanned": bool(q.get("scanned", False)),
+                }
+            )
+        except (ValueError, KeyError, TypeError) as exc:
+            raise DocLensError(f"{path}:{number}: not a qa line ({exc.__class__.__name__}: {exc})") from None
+    if limit and limit < len(questions):
+        questions = random.Random(SAMPLE_SEED).sample(questions, limit)
+    return questions
+
+
+def run_eval(
+    service: DocLens,
+    qa_path: Path,
+    docs_dir: Path,
+    kb_name: Optional[str] = None,
+    modes: Sequence[str] = SEARCH_MODES,
+    limit: int = 0,
+    progress: Optional[ProgressCallback] = None,
+    keep_details: bool = False,
+    unanswerable: bool = False,
+) -> dict[str, Any]:
+    """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
+    confidence is calibrated and checked on questions the library cannot answer too."""
+    questions = load_questions(Path(qa_path), limit)
+    temporary = kb_name is None
+    name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
+    report: dict[str, Any] = {"questions": len(questions), "ingest": None}  # ingest: only for a temporary KB
+    try:
+        if temporary:
+            service.create_kb(name)
+            results = service.ingest(name, [Path(docs_dir)], progress=progress)
+            report["ingest"] = ingest_speed(results)
+            failed = [r for r in results if not r.ok]
+            if failed:
+                log.warning("%d documents failed to ingest: %s", len(failed), "; ".join(r.error or "" for r in failed))
+        docs = service.documents(name)
+        report.update({"docs": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)})
+        report["modes"] = {}
+        details: dict[str, list] = {}
+        for mode in modes:
+            report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
+        main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
+        checked = list(details[main_mode])
+        if unanswerable:
+            _, left_out = _eval_mode(service, name, questions, main_mode, progress, leave_out_gold=True)
+            details[f"{main_mode}-unanswerable"] = left_out
+            report["unanswerable"] = _unanswerable_summary(left_out)
+            checked += left_out
+        labels = [d["metrics"]["answer_hit@5"] > 0 for d in checked]
+        report["calibration"] = reliability([d["confidence"] for d in checked], labels)
+        if keep_details:
+            report["details"] = details
+    finally:
+        if temporary:
+            try:
+                service.delete_kb(name)
+            except DocLensError as exc:
+                log.warning("could not delete the temporary knowledge base %r: %s", name, exc)
+    return report
+
+
+def _eval_mode(
+    service: DocLens,
+    kb_name: str,
+    questions: list[dict],
+    mode: str,
+    progress: Optional[ProgressCallback],
+    leave_out_gold: bool = False,
+) -> tuple[dict[str, Any], list[dict]]:
+    details = []
+    for index, question in enumerate(questions, 1):
+        if not question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
+            details.append(
+                {
+                    "id": question["id"],
+                    "scanned": question["scanned"],
+                    "metrics": question_metrics([], question),
+                    "latency_ms": None,
+                    "confidence": 0.0,
+                    "features": features([]),
+                    "top5_chars": 0,
+                }
+            )
+            continue
+        exclude = [question["doc"]] if leave_out_gold else []
+        result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
+        details.append(
+            {
+                "id": question["id"],
+                "scanned": question["scanned"],
+                "metrics": question_metrics(result.sources, question),
+                "latency_ms": result.latency_ms,
+                "confidence": result.confidence,
+                "features": features(result.sources),
+                "top5_chars": sum(len(s.text) for s in result.sources[:5]),
+            }
+        )
+        if progress is not None and (index % 20 == 0 or index == len(questions)):
+            progress(
+                ProgressEvent(
+                    "search",
+                    file=f"mode {mode}",
+                    file_index=1,
+                    file_count=1,
+                    current=index,
+                    total=len(questions),
+                    message=f"{mode}: question {index} of {len(questions)}",
+                )
+            )
+    latencies = sorted(d["latency_ms"] for d in details if d["latency_ms"] is not None)
+    summary = {
+        "all": mean_metrics([d["metrics"] for d in details]),
+        "native": mean_metrics([d["metrics"] for d in details if not d["scanned"]]),
+        "scanned": mean_metrics([d["metrics"] for d in details if d["scanned"]]),
+        "latency_ms": {"p50": round(percentile(latencies, 50), 1), "p95": round(percentile(latencies, 95), 1)},
+        "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
+    }
+    return summary, details
+
+
+def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
+    """Questions asked without their document: the answer is (almost always) not in the library."""
+    confidences = [d["confidence"] for d in details]
+    return {
+        "questions": len(details),
+        "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
+        "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0,
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    lines = [
+        f"questions {report.get('questions')}  docs {report.get('docs')}  pages {report.get('pages')}  "
+        f"chunks {report.get('chunks')}"
+    ]
+    if report.get("ingest"):
+        i = report["ingest"]
+        lines.append(
+            f"ingest {i['seconds']} s  native {i['native_pages_per_s']} pages/s  "
+            f"scanned {i['scanned_pages_per_s']} pages/s"
+        )
+    columns = ["hit@1", "hit@5", "page_mrr@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
+    lines.append(f"{'mode':8} {'subset':8} " + " ".join(f"{c:>13}" for c in columns) + "   p50 ms   p95 ms  top5 chars")
+    for mode, data in report.get("modes", {}).items():
+        for subset in ("all", "native", "scanned"):
+            values = data.get(subset) or {}
+            if not values:
+                continue
+            tail = (
+                f"  {data['latency_ms']['p50']:7.1f}  {data['latency_ms']['p95']:7.1f}  {data['top5_chars']:10.0f}"
+                if subset == "all"
+                else ""
+            )
+            lines.append(f"{mode:8} {subset:8} " + " ".join(f"{values.get(c, 0):13.3f}" for c in columns) + tail)
+    missing = report.get("unanswerable")
+    if missing:
+        lines.append(
+            f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
+            f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}"
+        )
+    calibration = report.get("calibration")
+    if calibration:
+        lines.append(
+            f"calibration ECE {calibration['ece']}: "
+            + ", ".join(f"{b['confidence']:.2f}->{b['accuracy']:.2f} (n={b['n']})" for b in calibration["bins"])
+        )
+    return "\n".join(lines)

@@ -1,0 +1,104 @@
+"""Small documents are embedded together (``ingest.embed_group_chunks``) and still stored, reported and
+rolled back one by one. Real PDFs, real Milvus Lite, real embeddings (tests/backend/ingestion/support.py).
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+
+import numpy as np
+
+from backend.types import ProgressEvent
+from tests.backend.ingestion.support import (
+    BUSINESS,
+    COMPUTING,
+    PHYSICS,
+    assert_consistent,
+    blank_pdf,
+    open_kb,
+)
+
+FILES = [PHYSICS, BUSINESS, COMPUTING]  # two chunks each: one group
+
+
+def embed_events(events: list[ProgressEvent]) -> list[tuple[str, int, int]]:
+    return [(e.file, e.current, e.total) for e in events if e.stage == "embed"]
+
+
+def stored_vectors(service, kb: str) -> dict[tuple[str, int], np.ndarray]:
+    opened = open_kb(service, kb)
+    rows = service.store.chunks(opened.collection)
+    vectors = service.store.vectors(opened.collection, [r.id for r in rows])
+    return {(r.filename, r.chunk_index): vectors[r.id] for r in rows}
+
+
+def test_small_documents_are_embedded_in_one_call_with_the_vectors_of_each_alone(
+    service, kb, service_one_by_one, kb_one_by_one
+):
+    events: list[ProgressEvent] = []
+    results = service.ingest(kb, FILES, progress=events.append)
+    assert [r.status for r in results] == ["indexed"] * 3 and [r.file for r in results] == [f.name for f in FILES]
+    total = sum(r.chunks for r in results)
+    embedding = embed_events(events)
+    assert embedding[-1] == (COMPUTING.name, total, total)  # one call for the three files' chunks
+    assert {file for file, done, _ in embedding if done == 0} == {f.name for f in FILES}  # each file shows it
+    assert all(r.seconds > 0 for r in results)
+
+    alone = service_one_by_one.ingest(kb_one_by_one, FILES)
+    assert [r.chunks for r in alone] == [r.chunks for r in results]
+    together, separately = stored_vectors(service, kb), stored_vectors(service_one_by_one, kb_one_by_one)
+    assert together.keys() == separately.keys()
+    assert min(float(together[key] @ separately[key]) for key in together) > 0.9999
+    assert_consistent(service, kb)
+
+
+def test_a_failing_file_among_grouped_ones_fails_alone_and_results_keep_the_files_order(service, kb, tmp_path):
+    blank = blank_pdf(tmp_path / "blank.pdf")
+    results = service.ingest(kb, [PHYSICS, blank, BUSINESS])
+    assert [(r.file, r.status) for r in results] == [
+        (PHYSICS.name, "indexed"),
+        ("blank.pdf", "failed"),
+        (BUSINESS.name, "indexed"),
+    ]
+    assert "blank.pdf" in results[1].error and "no text" in results[1].error
+    assert sorted(d.file for d in service.documents(kb)) == sorted([PHYSICS.name, BUSINESS.name])
+    assert_consistent(service, kb)
+
+
+def test_the_same_content_twice_in_one_upload_is_indexed_once(service, kb, tmp_path):
+    copy = tmp_path / "copy of physics.pdf"
+    shutil.copyfile(PHYSICS, copy)
+    results = service.ingest(kb, [PHYSICS, BUSINESS, copy])
+    assert [r.status for r in results] == ["indexed", "indexed", "duplicate"]
+    assert PHYSICS.name in results[2].error  # "already indexed as 物理公式示例文档.pdf"
+    assert len(service.documents(kb)) == 2
+    assert_consistent(service, kb)
+
+
+def test_cancel_while_a_group_is_embedded_rolls_back_each_of_its_documents(service, kb):
+    cancel = threading.Event()
+
+    def progress(event: ProgressEvent) -> None:
+        if event.stage == "embed" and event.current > 0:
+            cancel.set()  # after the first batch of the group's one call
+
+    results = service.ingest(kb, FILES, progress=progress, cancel=cancel)
+    assert [r.status for r in results] == ["cancelled"] * 3
+    assert all(r.file in r.error for r in results)
+    assert service.documents(kb) == [] and service.store.count(open_kb(service, kb).collection) == 0
+    retry = service.ingest(kb, FILES)
+    assert [r.status for r in retry] == ["indexed"] * 3
+    assert_consistent(service, kb)
+
+
+def test_a_failure_while_storing_one_grouped_document_costs_only_that_one(service, kb):
+    def progress(event: ProgressEvent) -> None:
+        if event.stage == "store" and event.file == BUSINESS.name:
+            raise RuntimeError("disk full")  # its rows are in, it is not complete yet
+
+    results = service.ingest(kb, FILES, progress=progress)
+    assert [r.status for r in results] == ["indexed", "failed", "indexed"]
+    assert BUSINESS.name in results[1].error and "disk full" in results[1].error
+    assert sorted(d.file for d in service.documents(kb)) == sorted([PHYSICS.name, COMPUTING.name])
+    assert_consistent(service, kb)

@@ -1,0 +1,78 @@
+"""The composite reranker on hand-built passages: the weighted signals, the document signal, kinds."""
+
+import pytest
+
+from backend.retrieval.rerank import composite
+from backend.settings import RerankSettings
+from backend.types import Source
+
+
+def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
+    return Source(
+        file=f"{doc}.pdf",
+        doc_id=doc,
+        page=1,
+        page_end=1,
+        chunk_index=0,
+        text=text,
+        similarity=similarity,
+        dense_rank=dense_rank,
+        keyword_rank=keyword_rank,
+    )
+
+
+def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
+    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1, document=0)
+    candidates = [
+        source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
+        source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
+        source("x", 0.5, None, 1),
+    ]
+    ranked = composite.rerank("Where was Super Bowl 50 played?", candidates, weights)
+    for s in ranked:
+        assert set(s.scores) == {*composite.SIGNALS, composite.DOCUMENT}
+        assert all(0.0 <= v <= 100.0 for v in s.scores.values())
+        assert s.relevance == pytest.approx(sum(s.scores[name] for name in composite.SIGNALS) / 6)
+        assert 0.0 <= s.relevance <= 100.0
+    assert ranked[0].text.startswith("Super Bowl 50")
+
+
+def test_a_passage_beside_the_best_match_outranks_a_look_alike_from_another_document():
+    """Questions are mostly about one document: of two passages that score the same on their own, the one
+    whose document holds the best match ranks first, and the document's best passage keeps its own score."""
+    weights = RerankSettings()
+    best = source("Kublai Khan founded the Yuan dynasty in 1271 and ruled China from Khanbaliq.", 0.90, 1, 1, "yuan")
+    beside = source("His reign saw paper money and a postal relay system across the empire.", 0.80, 3, None, "yuan")
+    elsewhere = source("His reign saw paper money and a postal relay system across the empire.", 0.80, 2, None, "misc")
+    ranked = composite.rerank("What did Kublai Khan's reign see?", [best, elsewhere, beside], weights)
+    assert [s.doc_id for s in ranked[:2]] == ["yuan", "yuan"], [(s.doc_id, s.relevance) for s in ranked]
+    top = ranked[0]
+    assert top is best and top.scores[composite.DOCUMENT] == pytest.approx(top.relevance)
+    assert beside.relevance > elsewhere.relevance
+    assert (
+        beside.scores[composite.DOCUMENT] == pytest.approx(best.relevance)
+        and elsewhere.scores[composite.DOCUMENT] < best.relevance
+    )
+
+
+def test_without_the_document_share_the_relevance_is_the_passage_own():
+    candidates = [source("alpha beta gamma " * 10, 0.85, 1, 1, "a"), source("alpha " * 30, 0.75, 2, None, "a")]
+    ranked = composite.rerank("alpha beta gamma?", candidates, RerankSettings(document=0))
+    weights = RerankSettings()
+    own = sum(getattr(weights, name) * ranked[1].scores[name] for name in composite.SIGNALS) / sum(
+        getattr(weights, name) for name in composite.SIGNALS
+    )
+    assert ranked[1].relevance == pytest.approx(own)
+
+
+def test_reference_list_chunks_lose_to_the_passage_unless_references_are_asked_for():
+    weights = RerankSettings()
+    text = "Short text clustering with topic models and sparse vectors, evaluated on news titles."
+    passage, bibliography = source(text, similarity=0.85), source(text, similarity=0.85)
+    bibliography.kind = "references"
+    ranked = composite.rerank("How does short text clustering use topic models?", [bibliography, passage], weights)
+    assert ranked[0] is passage and bibliography.relevance < passage.relevance
+    ranked = composite.rerank(
+        "Which publications on short text clustering are cited?", [bibliography, passage], weights
+    )
+    assert bibliography.relevance == pytest.approx(passage.relevance, abs=3)  # only the rank prior differs

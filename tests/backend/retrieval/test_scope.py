@@ -1,0 +1,221 @@
+"""Questions that name their document: the detector on its own, then real PDFs through the service."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import pytest
+
+from backend.retrieval.rerank.kinds import asks_for_references, kind_factor
+from backend.retrieval.scope import catalog_entry, find_scope, page_hints, scope_for
+from backend.service import DocLens
+from backend.settings import RerankSettings
+from tests.conftest import make_settings
+from tests.support.text_pdf import write_text_pdf
+
+JETS = "1203.2923v2 - Disentangling Clustering Effects in Jet Algorithms.pdf"
+LCSTS = "1506.05865v4 - LCSTS A Large Scale Chinese Short Text Summarization Dataset.pdf"
+FEDERATED = "2312.07556v1 - Federated Learning for Short Text Clustering.pdf"
+ENHANCE = "2001.11631v1 - Enhancement of Short Text Clustering by Iterative Classification.pdf"
+STRUCLUS = "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf"
+CATALOG = [catalog_entry(f"d{i}", name) for i, name in enumerate([JETS, LCSTS, FEDERATED, ENHANCE, STRUCLUS])]
+SCANNED = [
+    catalog_entry("s1", "scan_0001.pdf", "Quarterly report\nACME Corporation Annual Results 2024\n"),
+    catalog_entry("s2", "notes.pdf", ""),
+]
+
+
+REFERENCES = RerankSettings().references
+
+
+def files(question: str, catalog=CATALOG) -> list[str]:
+    scope = find_scope(question, catalog)
+    return scope.files if scope else []
+
+
+def test_the_file_name_scopes_and_is_cut_from_the_question_with_its_page():
+    scope = find_scope(
+        f'What is the content being thanked in the acknowledgments of document "{JETS[:-4]} (P30)"?', CATALOG
+    )
+    assert scope is not None and scope.files == [JETS] and scope.reason == "file name"
+    assert scope.rest == "What is the content being thanked in the acknowledgments?"
+    assert scope.pages == [30]
+    assert scope.label() == f"{JETS} (p. 30)"
+
+
+def test_an_arxiv_id_scopes_with_or_without_its_version():
+    assert files("What is discussed on page 3 of 1203.2923?") == [JETS]
+    scope = find_scope("Summarise 1506.05865v4 please", CATALOG)
+    assert scope.reason == "arXiv id" and scope.rest == "Summarise please"
+    assert files("What are the findings of the papers 1112.3343 and 1102.0561 on jet vetoes?") == []  # cited, not ours
+
+
+def test_the_title_beside_an_id_goes_with_it():
+    scope = find_scope(
+        'Search query: "Disentangling Clustering Effects in Jet Algorithms PDF document 1203.2923v2"', CATALOG
+    )
+    assert scope.files == [JETS] and "Disentangling" not in scope.rest and "1203" not in scope.rest
+
+
+def test_a_distinctive_part_of_a_title_scopes():
+    assert files("How is the dataset built in the LCSTS paper?") == [LCSTS]
+    assert files("What are cluster representatives in structural clustering of large-scale graph databases?") == [
+        STRUCLUS
+    ]
+    assert files("Which jets does disentangling clustering effects in jet algorithms study?") == [JETS]
+
+
+def test_words_shared_by_several_titles_or_plain_words_do_not_scope():
+    assert files("How does short text clustering handle sparse vectors?") == []  # in three titles
+    assert files("What is a large dataset?") == []
+    assert files("Which clustering algorithms are used?") == []
+    assert files("What does the scan show about ACME?", SCANNED) == []
+
+
+def test_file_names_match_whole_words_and_plain_word_names_only_as_names():
+    catalog = [catalog_entry("b", "BERT.pdf"), catalog_entry("r", "report.pdf"), catalog_entry("n", "notes_2024.pdf")]
+    assert files("How does RoBERTa differ from ALBERT?", catalog) == []
+    assert files("What does BERT pre-train on?", catalog) == ["BERT.pdf"]
+    assert files("What does the report say about costs?", catalog) == []
+    assert files('What does "report" say about costs?', catalog) == ["report.pdf"]
+    assert files("What does report.pdf say about costs?", catalog) == ["report.pdf"]
+    assert files("Summarise notes_2024 for me", catalog) == ["notes_2024.pdf"]
+
+
+def test_a_title_from_the_first_page_names_a_file_called_anything_when_said_as_a_name():
+    assert files('What does the report "ACME Corporation Annual Results 2024" say about services?', SCANNED) == [
+        "scan_0001.pdf"
+    ]
+    # unframed, the same words may just be the question's subject (and section headings look like titles)
+    assert files("What were the ACME Corporation Annual Results 2024 for services?", SCANNED) == []
+
+
+def test_page_hints():
+    assert page_hints("What does the content on P15 of the document describe?") == [15]
+    assert page_hints('What is shown in "paper.pdf (P20)"') == [20]
+    assert page_hints("What is on page 7, and on pages 8?") == [7, 8]
+    assert page_hints("第3页讲了什么？") == [3]
+    assert page_hints("What is P(x) for 3 pages of text?") == []
+
+
+def test_a_chosen_document_takes_the_pages_the_question_names():
+    scope = scope_for("What does page 4 say about the bound?", CATALOG, chosen="d0")
+    assert scope.files == [JETS] and scope.pages == [4] and scope.rest == "What does say about the bound?"
+    assert scope_for("What is the bound?", CATALOG, chosen="d0") is None
+
+
+def test_reference_chunks_are_demoted_unless_references_are_asked_for():
+    assert kind_factor("How are short texts clustered?", "references", REFERENCES) < 1.0
+    assert kind_factor("How are short texts clustered?", "text", REFERENCES) == 1.0
+    assert asks_for_references("Which publications by L. Fearnley are cited?")
+    assert kind_factor("What are the references on the pseudo-circle?", "references", REFERENCES) == 1.0
+
+
+# ---------------------------------------------------------------- real PDFs through the service
+
+STREAMING = "2401.01234v1 - Spectral Sparsification of Streaming Graphs.pdf"
+SENSORS = "2402.05678v2 - Robust Clustering of Noisy Sensor Networks.pdf"
+KB = "papers"
+
+
+def paper(title: str, topic: str, method: str, thanks: str) -> list[list[str]]:
+    """Title page (the title said again and again, as abstracts do), a method page, an acknowledgments page."""
+    return [
+        [
+            title,
+            "Anna Lind and Jonas Berg, Institute of Computing",
+            f"Abstract. We study {title.lower()}. {title} matters for {topic}. Our approach to {title.lower()} "
+            f"is simple, and we show that {title.lower()} works in practice for {topic}.",
+        ],
+        [
+            "2. Method",
+            f"{method} Each step is repeated until the estimate is stable, and the cost grows "
+            f"linearly with the input. We report the running time and the memory used for {topic}.",
+        ],
+        [
+            "3. Results",
+            f"On {topic} the method is faster than the baselines. The tables compare four data sets "
+            "and three baselines at equal memory.",
+        ],
+        [
+            "Acknowledgments",
+            f"We thank {thanks} for discussions and for comments on an early draft. "
+            "This work was supported by a research grant.",
+        ],
+    ]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocLens]:
+    folder = tmp_path_factory.mktemp("papers")
+    write_text_pdf(
+        folder / STREAMING,
+        paper(
+            "Spectral Sparsification of Streaming Graphs",
+            "graph streams",
+            "The sampler keeps each edge with probability proportional to its effective resistance.",
+            "Maria Keller",
+        ),
+    )
+    write_text_pdf(
+        folder / SENSORS,
+        paper(
+            "Robust Clustering of Noisy Sensor Networks",
+            "sensor networks",
+            "Readings are grouped by a median-based distance that ignores outlying sensors.",
+            "Tom Ferreira and Lea Novak",
+        ),
+    )
+    with DocLens(make_settings(folder / "data")) as svc:
+        svc.create_kb(KB)
+        assert all(r.ok for r in svc.ingest(KB, [folder / STREAMING, folder / SENSORS]))
+        yield svc
+
+
+def test_a_question_naming_its_paper_finds_the_page_not_the_title_page(service: DocLens):
+    result = service.search(
+        KB, 'Who is thanked in the acknowledgments of the paper "Spectral Sparsification of Streaming Graphs"?'
+    )
+    top = result.sources[0]
+    assert (top.file, top.page) == (STREAMING, 4), [(s.file, s.page) for s in result.sources]
+    assert all(s.file == STREAMING for s in result.sources)
+    assert result.searched_in == STREAMING and result.to_dict()["searched_in"] == STREAMING
+
+
+def test_an_arxiv_id_and_a_named_page_find_that_page(service: DocLens):
+    by_id = service.search(KB, "In 2402.05678, who is thanked for comments on an early draft?")
+    assert (by_id.sources[0].file, by_id.sources[0].page) == (SENSORS, 4)
+    by_page = service.search(KB, f'What does "{STREAMING} (P2)" describe?')
+    assert (by_page.sources[0].file, by_page.sources[0].page) == (STREAMING, 2)
+    assert by_page.searched_in == f"{STREAMING} (p. 2)"
+
+
+def test_a_question_naming_no_paper_searches_everything(service: DocLens):
+    result = service.search(KB, "Which readings are grouped by a median-based distance?")
+    assert result.searched_in == "" and result.sources[0].file == SENSORS
+
+
+def test_the_answer_says_where_it_searched(service: DocLens):
+    from ui.chat.handlers import answer_markdown
+
+    answer = service.ask(KB, "What does the sampler keep in the Spectral Sparsification of Streaming Graphs paper?")
+    assert answer.searched_in == STREAMING and answer.to_dict()["searched_in"] == STREAMING
+    shown = answer_markdown(answer)
+    assert "Searched in: " in shown and shown.endswith(STREAMING)
+
+
+def test_a_rewrite_is_limited_to_a_document_only_when_the_user_named_it(service: DocLens):
+    # A model's condensed question may name a paper the user never mentioned: that must not narrow the search.
+    kb = service.open_kb(KB)
+    rewrite = "What does the sampler keep in the Spectral Sparsification of Streaming Graphs paper?"
+    unnamed = service._search(kb, rewrite, None, "rerank", 5, said="Hello\nWhat does the sampler keep?")
+    assert unnamed.searched_in == ""
+    named = service._search(
+        kb,
+        rewrite,
+        None,
+        "rerank",
+        5,
+        said="Tell me about the Spectral Sparsification of Streaming Graphs paper.\nAnd the sampler?",
+    )
+    assert named.searched_in == STREAMING

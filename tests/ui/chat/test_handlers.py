@@ -1,0 +1,260 @@
+"""ChatHandlers (ui/chat/handlers.py) over a real DocLens: streamed answers, readable errors, figure lock,
+history, citations. Fixtures and helpers: tests/ui/handler_support.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from backend.processes import free_port
+from backend.service import DocLens
+from backend.types import Answer, Figure, Source
+from tests.conftest import SAMPLES, make_settings
+from tests.support.fake_openai import FakeOpenAI
+from tests.ui.handler_support import (
+    EMPTY_KB,
+    KB,
+    OFF_TOPIC,
+    PHYSICS,
+    QUESTION,
+    REPLY,
+    WARN,
+    answer_text,
+    is_condense,
+    last_message,
+    model_env,
+    run_send,
+)
+from ui.chat.handlers import ChatHandlers, answer_markdown, normalize_messages
+from ui.common import ALL_DOCUMENTS, kb_names
+from ui.latex import CURRENCY_HTML
+
+pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
+
+
+def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI) -> None:
+    fake.queue_reply(REPLY)
+    updates = run_send(service)
+    assert len(updates) >= 4  # question shown, several deltas (12 characters each), final
+    assert updates[0][0][-1] == {"role": "assistant", "content": ""}
+    streamed = [update[0][-1]["content"] for update in updates[1:-1]]
+    assert streamed[0] and all(a != b for a, b in zip(streamed, streamed[1:]))  # it grows as it arrives
+    assert CURRENCY_HTML in streamed[-1] and "$5" not in streamed[-1]
+    final = updates[-1]
+    messages, sources, confidence, chart, turns, last_sources = (
+        final[0],
+        final[2],
+        final[3],
+        final[4],
+        final[7],
+        final[8],
+    )
+    assert messages[-2]["content"].startswith(
+        "The levels are $$E_n=\\hbar\\omega(n+\\tfrac12)$$ "
+        '<span class="dl-cite dl-answer-0" role="link" tabindex="0">[1]</span>.'
+    )
+    assert PHYSICS in messages[-1]["content"] and messages[-1]["metadata"]["title"]
+    assert isinstance(sources, gr.Dataset)  # an update of the clickable sources table, with these rows:
+    rows = sources.raw_samples
+    assert rows and rows[0][:2] == ["1", PHYSICS] and rows[0][2] in ("1", "2") and rows[0][3].endswith("%")
+    assert "dl-warn" not in confidence and 'data-mode="llm"' in confidence
+    assert "dl-chart" in chart and PHYSICS in chart
+    assert [t["role"] for t in turns] == ["user", "assistant"] and turns[0]["content"] == QUESTION
+    assert turns[1]["content"].startswith("The levels are")  # the raw answer, not the rendered bubble
+    assert len(last_sources) == 1, "one list of sources per answer"
+    assert last_sources[0] and last_sources[0][0]["file"] == PHYSICS and last_sources[0][0]["text"]
+    answer_requests = [r for r in fake.chat_requests() if r.body.get("stream")]
+    assert len(answer_requests) == 1 and QUESTION in answer_requests[0].text()
+
+
+def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
+    service.reconfigure(make_settings(data_dir))  # no model: an extractive answer with a notice
+    final = run_send(service, question=OFF_TOPIC)[-1]
+    assert "dl-warn" in final[3] and 'data-mode="extractive"' in final[3]
+    text = answer_text([final])
+    assert "No language model is configured" in text
+    assert text.count("No language model is configured") == 1, "the notice is shown once"
+    assert not fake.requests
+
+
+def test_warn_threshold_comes_from_the_live_settings(service: DocLens) -> None:
+    warn_all = service.settings.model_copy(
+        update={"confidence": service.settings.confidence.model_copy(update={"warn_below": 100.0})}, deep=True
+    )
+    service.reconfigure(warn_all)
+    assert "dl-warn" in run_send(service)[-1][3]
+
+
+def test_no_knowledge_base_is_a_chat_message(service: DocLens, fake: FakeOpenAI) -> None:
+    updates = run_send(service, kb=None)
+    assert len(updates) == 1 and "knowledge base" in last_message(updates)
+    assert not fake.requests
+
+
+@pytest.mark.parametrize("down", ["500", "closed port"])
+def test_model_down_gives_passages_with_a_notice(down: str, service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
+    if down == "500":
+        fake.fail_next(500, times=3)
+    else:
+        service.reconfigure(make_settings(data_dir, **model_env(f"http://127.0.0.1:{free_port()}/v1")))
+    final = run_send(service)[-1]
+    text = answer_text([final])
+    assert "The language model failed" in text and "Traceback" not in text
+    assert 'data-mode="extractive"' in final[3] and final[8], "the passages are still the sources"
+    if down == "500":
+        assert fake.chat_requests(), "the fake model was asked"
+
+
+@pytest.mark.parametrize(
+    "kb, expected",
+    [
+        (EMPTY_KB, "has no documents yet"),
+        ("no such kb", "does not exist"),
+    ],
+)
+def test_errors_become_readable_messages(kb: str, expected: str, service: DocLens) -> None:
+    updates = run_send(service, kb=kb)
+    text = last_message(updates)
+    assert text.startswith(WARN) and expected in text and "Traceback" not in text
+    final = updates[-1]
+    assert final[5]["visible"] is False and final[6] is None  # a figure lock is dropped too
+
+
+def test_unknown_document_filter_is_a_readable_message(service: DocLens) -> None:
+    text = last_message(run_send(service, doc_filter="missing.pdf"))
+    assert text.startswith(WARN) and "missing.pdf" in text and "is not in knowledge base" in text
+
+
+def test_figure_lock_is_used_once_and_released(service: DocLens, fake: FakeOpenAI, figure: Figure) -> None:
+    lock = {"id": figure.id, "page": figure.page, "file": figure.file}
+    final = run_send(service, question="这张图展示了什么？", lock=lock)[-1]
+    vision = fake.vision_requests()
+    assert len(vision) == 1 and vision[0].body["model"] == "fake-vision"
+    assert final[5]["visible"] is False and final[6] is None
+    assert 'data-mode="vision"' in final[3]
+    # the meter is labelled as the text passages' confidence, with no low-confidence warning
+    assert "Text sources" in final[3] and "dl-note" in final[3] and "dl-warn" not in final[3]
+    run_send(service, question="再解释一下公式", lock=final[6])  # the next question goes without the figure
+    assert len(fake.vision_requests()) == 1
+
+
+def test_history_is_passed_on(service: DocLens, fake: FakeOpenAI) -> None:
+    turns = [
+        {"role": "user", "content": "What is a harmonic oscillator?"},
+        {"role": "assistant", "content": "A mass on a spring."},
+    ]
+    final = run_send(service, question="and its energy levels?", turns=turns)[-1]
+    condense = [r for r in fake.chat_requests() if is_condense(r)]
+    assert len(condense) == 1
+    assert "A mass on a spring." in condense[0].text() and "and its energy levels?" in condense[0].text()
+    assert final[7][:2] == turns and final[7][2] == {"role": "user", "content": "and its energy levels?"}
+
+
+def test_empty_question_changes_nothing(service: DocLens, fake: FakeOpenAI) -> None:
+    updates = run_send(service, question="  ")
+    assert updates == [(gr.skip(),) * 10]
+    assert not fake.requests
+
+
+def test_lock_and_unlock_figure(service: DocLens, figure: Figure) -> None:
+    handlers = ChatHandlers(service)
+    gallery, figures = handlers.figure_gallery(KB, ALL_DOCUMENTS)
+    assert [f["id"] for f in figures] == [figure.id]
+    assert Path(gallery["value"][0][0]).read_bytes() == Path(figure.path).read_bytes()  # a served copy
+    row, thumb, text, lock = handlers.lock_figure(figures, gr.SelectData(None, {"index": 0, "value": None}))
+    assert row["visible"] is True and lock["id"] == figure.id
+    assert thumb == gallery["value"][0][0], "the chip shows the figure's served copy"
+    assert figure.file in text and f"figure p{figure.page}" in text  # the chip says which figure
+    assert handlers.lock_figure(figures, gr.SelectData(None, {"index": 5, "value": None})) == (gr.skip(),) * 4
+    row, lock = handlers.unlock_figure()
+    assert row["visible"] is False and lock is None
+
+
+def test_messages_from_the_browser_are_normalised() -> None:
+    raw = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}},
+    ]
+    assert normalize_messages(raw) == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "yo", "metadata": {"title": "Sources"}},
+    ]
+
+
+def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: Path) -> None:
+    """Item 3: the user's "$5 and $10" and a quoted "(M$)" keep their dollar signs out of KaTeX."""
+    user = run_send(service, question="$5 and $10 是多少钱？")[0][0][-2]
+    assert user["role"] == "user" and "$" not in user["content"] and user["content"].count(CURRENCY_HTML) == 2
+    source = Source(
+        "report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |", relevance=80.0
+    )
+    answer = Answer(
+        "",
+        "extractive",
+        80.0,
+        [source],
+        notice="No language model is configured, so this answer quotes the most relevant passages.",
+        question="revenue by region",
+    )
+    rendered = answer_markdown(answer, "en")
+    assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
+
+
+def test_a_citation_opens_the_source_of_its_own_answer(service: DocLens) -> None:
+    """[n] in an older answer opens that answer's source n, not the newest answer's."""
+    handlers = ChatHandlers(service)
+    first = list(handlers.send(QUESTION, KB, ALL_DOCUMENTS, [], [], None, []))[-1]
+    messages, turns, answer_sources = first[0], first[7], first[8]
+    second = list(
+        handlers.send("What does the figure on page 2 show?", KB, ALL_DOCUMENTS, messages, turns, None, answer_sources)
+    )[-1]
+    answer_sources = second[8]
+    assert len(answer_sources) == 2
+    bubbles = [m["content"] for m in second[0] if m["role"] == "assistant" and not m.get("metadata")]
+    assert "dl-answer-0" in bubbles[0] and "dl-answer-1" in bubbles[1] and "dl-answer-1" not in bubbles[0]
+    old = answer_sources[0][0]
+    preview = handlers.show_cited("0:1", KB, answer_sources)
+    assert preview["label"] == f"[1] {old['file']} · p{old['page']}"
+    newest = answer_sources[1][0]
+    assert handlers.show_page(0, KB, answer_sources)["label"] == f"[1] {newest['file']} · p{newest['page']}"
+    assert handlers.show_cited("2:1", KB, answer_sources) == gr.skip()  # no such answer
+    assert handlers.show_cited("nonsense", KB, answer_sources) == gr.skip()
+
+
+def test_a_new_answer_hides_the_previous_page(service: DocLens) -> None:
+    """Item 5: the page preview is cleared as soon as a new question is asked."""
+    updates = run_send(service)
+    assert updates[0][9] == gr.update(value=None, visible=False)
+
+
+def test_extractive_answers_show_each_passage_once(service: DocLens, data_dir: Path) -> None:
+    """Item 20: without a model, the answer quotes the passages; no second "Sources" block repeats them."""
+    service.reconfigure(make_settings(data_dir))
+    final = run_send(service)[-1]
+    messages = final[0]
+    assert not any(m.get("metadata") for m in messages), "no Sources message under a quoted answer"
+    assert final[2].raw_samples, "the clickable table still lists the sources"
+    text = answer_text([final])
+    assert text.count("[1]") == 1 and "relevance" in text
+
+
+def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fake: FakeOpenAI) -> None:
+    """Item 21: from the second question on, the rewrite is searched beside the user's own words. The
+    recording model "condenses" a physics question into one about the other document of the KB."""
+    if "two docs" not in kb_names(service):
+        service.create_kb("two docs")
+        results = service.ingest("two docs", [SAMPLES / PHYSICS, SAMPLES / "计算机科学示例文档.pdf"])
+        assert [r.status for r in results] == ["indexed", "indexed"], results
+    rewrite = "计算机科学示例文档 讲了哪些算法和数据结构？"
+    assert service.search("two docs", rewrite).sources[0].file != PHYSICS, "the rewrite finds the other file"
+    right = service.search("two docs", QUESTION).sources[0]
+    assert right.file == PHYSICS
+    fake.queue_reply(rewrite)  # the condense request is the first chat call
+    turns = [{"role": "user", "content": "Hello"}, {"role": "assistant", "content": "Hi."}]
+    handlers = ChatHandlers(service)
+    final = list(handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None))[-1]
+    assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
+    assert final[8][-1][0]["file"] == PHYSICS and final[8][-1][0]["text"] == right.text, "the right source comes first"

@@ -1,0 +1,180 @@
+"""KBHandlers (ui/knowledge_bases/handlers.py) over a real DocLens: status lines, uploads, confirmations, cancelling,
+the self-test. Fixtures and helpers: tests/ui/handler_support.py.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from backend.service import DocLens
+from backend.types import IngestResult, ProgressEvent
+from tests.conftest import SAMPLES
+from tests.ui.handler_support import (
+    KB,
+    PHYSICS,
+    WARN,
+    RecordingProgress,
+    slow_ingest,
+)
+from ui.common import kb_names
+from ui.icons import icon
+from ui.knowledge_bases.handlers import KBHandlers, user_key
+from ui.knowledge_bases.upload_jobs import UploadJobs
+from ui.knowledge_bases.view import progress_text, results_markdown
+from ui.web_files import ReceivedUploads
+
+pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
+
+
+@pytest.mark.parametrize("name, expected", [(KB, "already exists"), ("x" * 60, "at most 42")])
+def test_kb_errors_are_status_lines(name: str, expected: str, service: DocLens) -> None:
+    status, picker, table, name_box = KBHandlers(service).create(name, KB)
+    assert status.startswith(WARN) and expected in status
+    assert picker["value"] == KB and KB in picker["choices"]  # the page stays on the current KB
+    assert name_box == gr.skip()
+    assert [row[0] for row in table["value"]] == [PHYSICS]
+
+
+def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
+    """A real upload as Gradio hands it over: a temp file path, and the user's file name beside it."""
+    temp = tmp_path / "gradio" / "5f1c0a" / "upload.pdf"
+    temp.parent.mkdir(parents=True)
+    shutil.copyfile(SAMPLES / PHYSICS, temp)
+    original = "My paper (v2).pdf"
+    blocks = gr.Blocks()
+    blocks.upload_file_set.add(str(temp))  # as Gradio's /upload route records what it received
+    handlers = KBHandlers(service, ReceivedUploads(blocks, tmp_path / "gradio"))
+    status, *_ = handlers.create("uploads", KB)
+    assert status.startswith(icon("ok"))
+    status, table, timer, files, browser = handlers.upload("uploads", [{"path": str(temp), "orig_name": original}])
+    assert 'class="dl-progress"' in status and timer["active"] is True and files is None
+    assert browser, "a browser's first upload gives it an id"
+    job = handlers.jobs.get(f"browser:{browser}", "uploads")
+    assert job is not None and job.done.wait(120)
+    results, table, picker, timer = handlers.poll("uploads", browser)
+    assert original in results and "indexed" in results and timer["active"] is False
+    assert [row[0] for row in table["value"]] == [original]
+    assert picker["choices"] == [original] and picker["value"] is None, "nothing is pre-selected for deletion"
+    assert [f.file for f in service.figures("uploads")] == [original]
+
+
+def test_upload_without_files_or_kb_is_a_status_line(service: DocLens) -> None:
+    handlers = KBHandlers(service)
+    status, *rest = handlers.upload(KB, [])
+    assert status.startswith(WARN) and "PDF" in status
+    status, *rest = handlers.upload(None, [str(SAMPLES / PHYSICS)])
+    assert status.startswith(WARN) and "knowledge base" in status
+    assert rest[2] == gr.skip(), "the chosen files are never dropped"
+
+
+def test_progress_text_and_results() -> None:
+    event = ProgressEvent("ocr", file="a.pdf", file_index=1, file_count=2, current=3, total=10)
+    assert progress_text(event) == "file 1 of 2 · a.pdf · OCR page 3 of 10"
+    assert progress_text(ProgressEvent("done", file_index=2, file_count=2, message="done")) == "file 2 of 2 · done"
+    table = results_markdown(
+        [IngestResult("a|b.pdf", "indexed", pages=2, chunks=4), IngestResult("b.pdf", "failed", error="encrypted PDF")]
+    )
+    assert "a\\|b.pdf" in table and f"{icon('ok')} indexed" in table and f"{icon('fail')} failed" in table
+    assert "encrypted PDF" in table
+    assert results_markdown([]).startswith(WARN)
+
+
+def test_kb_delete_uses_the_name_the_confirmation_showed(service: DocLens) -> None:
+    """Item 1: the service call gets the confirmation's name, never the picker's current value."""
+    handlers = KBHandlers(service)
+    handlers.create("to-delete", KB)
+    row, message, pending = handlers.ask_delete("to-delete")
+    assert row["visible"] is True and "to-delete" in message and pending == "to-delete"
+    status, row, picker, _table, pending = handlers.delete(pending)
+    assert "to-delete" in status and row["visible"] is False and pending is None
+    assert "to-delete" not in picker["choices"] and KB in picker["choices"]
+    assert handlers.close_confirmation()[1] is None  # a new selection drops the pending name
+
+
+HOSTILE_NAME = "**x** <img src=x onerror=alert(1)> [link](http://example.com) $5"
+
+
+def rendered(markdown: str) -> str:
+    """The Markdown as HTML (CommonMark with raw HTML allowed, as a page would show it)."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark", {"html": True}).render(markdown)
+
+
+def test_names_in_confirmations_and_statuses_are_shown_as_typed(service: DocLens) -> None:
+    """A knowledge base or file name is text: no emphasis, no HTML element, no link, no math."""
+    handlers = KBHandlers(service)
+    _row, kb_message, pending = handlers.ask_delete(HOSTILE_NAME)
+    _row, doc_message, pending_doc = handlers.ask_delete_document(KB, HOSTILE_NAME)
+    assert pending == HOSTILE_NAME and pending_doc == {"kb": KB, "file": HOSTILE_NAME}
+    for message in (kb_message, doc_message):
+        html_out = rendered(message)
+        assert "<img" not in html_out and "<a " not in html_out and "<strong>x</strong>" not in html_out, html_out
+        assert "**x**" in html_out and "&lt;img src=x onerror=alert(1)&gt;" in html_out
+        assert "$5" not in message, "a name is not math either"
+
+
+def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
+    """Item 2: no document is pre-selected, and deleting one first asks, naming file and KB."""
+    handlers = KBHandlers(service)
+    assert handlers.file_choices(KB)["value"] is None
+    row, message, pending = handlers.ask_delete_document(KB, None)
+    assert row["visible"] is False and pending is None
+    row, message, pending = handlers.ask_delete_document(KB, PHYSICS)
+    assert row["visible"] is True and PHYSICS in message and KB in message
+    assert pending == {"kb": KB, "file": PHYSICS}
+    assert [d.file for d in service.documents(KB)] == [PHYSICS], "asking deletes nothing"
+
+
+def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path) -> None:
+    """Item 8: Cancel while nothing runs says so; a cancelled job ends in "nothing was stored"."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    job = handlers.jobs.start("", KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None and handlers.attach(KB)[1]["active"] is True, "a reloaded page re-attaches"
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB)
+    assert job.done.wait(60)
+    status, _table, _picker, timer = handlers.poll(KB)
+    assert "Upload cancelled; nothing was stored." in status and timer["active"] is False
+    assert handlers.cancel_upload(KB) == "No upload is running."
+    assert [d.file for d in service.documents(KB)] == [PHYSICS]
+
+
+def test_an_upload_belongs_to_the_browser_that_started_it(service: DocLens) -> None:
+    """Without a login, another browser sees that an upload runs in the KB but cannot cancel it; the
+    browser that started it (same id after a reload) follows and cancels it."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    owner, other = "browser-one", "browser-two"
+    job = handlers.jobs.start(user_key(None, owner), KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None
+    status, timer = handlers.attach(KB, other)
+    assert "another browser" in status and timer["active"] is False
+    assert "only that browser can cancel it" in handlers.cancel_upload(KB, other)
+    assert not job.cancel.is_set(), "another browser cannot cancel it"
+    assert handlers.poll(KB, other)[3]["active"] is False
+    assert handlers.attach(KB, owner)[1]["active"] is True
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB, owner)
+    assert job.cancel.is_set() and job.done.wait(60)
+
+
+def test_temporary_evaluation_kbs_are_hidden(service: DocLens) -> None:
+    """Item 14: "eval 20261201-101010" (made and deleted by an evaluation) never shows in a KB list."""
+    service.create_kb("eval 20261201-101010")
+    try:
+        assert "eval 20261201-101010" not in kb_names(service)
+        assert "eval 20261201-101010" in [kb.name for kb in service.list_kbs()]
+    finally:
+        service.delete_kb("eval 20261201-101010")
+
+
+def test_selftest_shows_progress(service: DocLens) -> None:
+    """Item 15: the recall self-test reports each question as it goes."""
+    progress = RecordingProgress()
+    report = KBHandlers(service).selftest(KB, 3, progress=progress)
+    assert "chunk_top1" in report
+    assert [desc for _, desc in progress.calls][-1].startswith("self-test question")
+    assert progress.calls[-1][0] == pytest.approx(1.0)

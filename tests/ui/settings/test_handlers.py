@@ -1,0 +1,46 @@
+"""SettingsHandlers (ui/settings/page.py) over a real DocLens: secrets kept and never shown, invalid values
+as status lines. Fixtures and helpers: tests/ui/handler_support.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.service import DocLens
+from tests.support.fake_openai import FakeOpenAI
+from tests.ui.handler_support import (
+    API_KEY,
+    WARN,
+    run_send,
+)
+from ui.icons import icon
+from ui.settings.handlers import SettingsHandlers, key_status
+
+pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
+
+
+def test_settings_apply_keeps_secrets_and_never_shows_them(service: DocLens, fake: FakeOpenAI) -> None:
+    handlers = SettingsHandlers(service)
+    embedder = service.embedder
+    before = handlers.current_values()
+    assert API_KEY not in repr(before) and before[3] == key_status(service.settings.llm.api_key)
+    result = handlers.apply(
+        fake.base_url, "qwen", "", "", "sentence_transformers", "bundled:multilingual-e5-small", "", "", "rapidocr"
+    )
+    assert result[0].startswith(icon("ok"))
+    assert service.settings.llm.model == "qwen"
+    assert service.settings.llm.api_key.get_secret_value() == API_KEY
+    assert API_KEY not in repr(result) and result[4].startswith("set") and result[-2:] == ("", "")
+    assert service.embedder is embedder, "an unchanged embedding keeps the loaded model"
+    fake.queue_reply("Short answer [1].")
+    run_send(service)
+    answer_request = fake.last_chat()
+    assert answer_request.body["model"] == "qwen"
+    assert answer_request.header("Authorization") == f"Bearer {API_KEY}"
+
+
+def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
+    before = service.settings
+    result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "", "no-such-engine")
+    assert result[0].startswith(WARN) and "engine" in result[0]
+    assert service.settings is before, "nothing was applied"

@@ -1,0 +1,1 @@
+"""The Chat tab: its layout (page), its handlers, and the panels beside the answer (sources, scores)."""

@@ -1,0 +1,324 @@
+"""The Chat tab's handlers: ask, read the answer with its sources, pages and figures."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Generator, Iterator, Optional
+
+import gradio as gr
+
+from backend.service import DocLens
+from backend.settings import LLMSettings
+from backend.types import Answer, Figure, Source
+from ui.chat import panels
+from ui.common import (
+    doc_filter_dropdown,
+    document_files,
+    error_text,
+    kb_dropdown,
+    selected_file,
+    shows_errors,
+    warning_md,
+)
+from ui.i18n.strings import lang_of, text
+from ui.icons import plain
+from ui.latex import literal_text, protect_currency
+from ui.web_files import ShownFiles, shown_files
+
+log = logging.getLogger(__name__)
+
+SEND_OUTPUTS = 10  # chatbot, question, sources, confidence, chart, lock row, lock, turns, last sources, preview
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A chat message's text whether it arrives as a string or as Gradio's list of content blocks."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(block.get("text", "") for block in content if isinstance(block, dict))
+    if isinstance(content, dict):
+        return str(content.get("text", ""))
+    return ""
+
+
+def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
+    """Plain {"role", "content": str[, "metadata"]} dicts, so they can be edited and sent back."""
+    normalized = []
+    for message in messages or []:
+        if not isinstance(message, dict):
+            continue
+        plain_message = {"role": message.get("role", "assistant"), "content": message_text(message)}
+        if message.get("metadata"):
+            plain_message["metadata"] = message["metadata"]
+        normalized.append(plain_message)
+    return normalized
+
+
+def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) -> str:
+    """Model output goes through the math delimiters (prices protected); quoted passages never do.
+    ``answer_number``: which answer of the conversation this is (its citations open its own sources)."""
+    if answer.mode == "extractive" and answer.figure is None:
+        body = panels.extractive_markdown(answer, lang, answer_number)
+    elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
+        body = literal_text(answer.answer)
+    else:
+        body = panels.model_markdown(answer, lang, answer_number)
+    return body + panels.searched_in_note(answer, lang)
+
+
+def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
+    """A collapsible message under the answer listing its sources."""
+    title = text(lang, "Sources ({n})", "来源（{n}）").format(n=len(sources))
+    return {
+        "role": "assistant",
+        "content": panels.sources_markdown(sources),
+        "metadata": {"title": f"{plain('sources')} {title}", "status": "done"},
+    }
+
+
+def source_state(sources: list[Source]) -> list[dict[str, Any]]:
+    return [{"file": s.file, "page": s.page, "text": s.text} for s in sources]
+
+
+class ChatHandlers:
+    """Event handlers: plain methods over the service, so each is easy to read and to test."""
+
+    def __init__(self, service: DocLens, shown: Optional[ShownFiles] = None):
+        self.service = service
+        self.shown = shown or shown_files()  # images reach the page only through this narrow folder
+
+    # -- page and knowledge-base refresh -------------------------------------------------------
+
+    def refresh_choices(self, kb: Optional[str], doc_filter: Optional[str]) -> tuple[Any, Any]:
+        kb_update = kb_dropdown(self.service, kb)
+        return kb_update, doc_filter_dropdown(self.service, kb_update["value"], doc_filter)
+
+    def refresh_documents(self, kb: Optional[str], doc_filter: Optional[str]) -> Any:
+        return doc_filter_dropdown(self.service, kb, doc_filter)
+
+    def panel_file(self, kb: Optional[str], doc_filter: Optional[str]) -> Optional[str]:
+        """The document the side panel shows: the filter's, or the only document of the knowledge base."""
+        file = selected_file(doc_filter)
+        if file or not kb:
+            return file
+        files = document_files(self.service, kb)
+        return files[0] if len(files) == 1 else None
+
+    @shows_errors("list figures", outputs=lambda line, kb, **_: _no_figures(kb, line))
+    def figure_gallery(self, kb: Optional[str], doc_filter: Optional[str]) -> tuple[Any, list[dict[str, Any]]]:
+        if not kb:
+            return gr.update(value=[]), []
+        figures = self.service.figures(kb, selected_file(doc_filter))
+        shown = [(f, self.shown.show(f.path)) for f in figures]
+        shown = [(f, path) for f, path in shown if path]
+        return (
+            gr.update(value=[(path, self.figure_caption(f)) for f, path in shown]),
+            [{"id": f.id, "page": f.page, "file": f.file, "path": path} for f, path in shown],
+        )
+
+    @staticmethod
+    def figure_caption(figure: Figure) -> str:
+        caption = f"{figure.file} p{figure.page}"
+        return f"{caption}: {figure.caption[:60]}" if figure.caption else caption
+
+    @shows_errors("summarise the document")
+    def summary(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> str:
+        lang = lang_of(request)
+        file = self.panel_file(kb, doc_filter)
+        if not file:
+            return f"*{text(lang, 'Choose a document to see its summary.', '选择一个文档以查看摘要。')}*"
+        return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file))
+
+    # -- asking ---------------------------------------------------------------------------------
+
+    def send(
+        self,
+        question: str,
+        kb: Optional[str],
+        doc_filter: Optional[str],
+        messages: list[Any],
+        turns: list[dict[str, str]],
+        lock: Optional[dict[str, Any]],
+        answer_sources: Optional[list[list[dict[str, Any]]]] = None,
+        llm_profile: Optional[LLMSettings] = None,
+        request: gr.Request = None,
+    ) -> Iterator[tuple]:
+        """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
+        state, turns, every answer's sources (this one's last), page preview (hidden: the previous answer's
+        page is stale). ``llm_profile``: the session's own model (Settings tab), if any."""
+        lang = lang_of(request)
+        question = (question or "").strip()
+        skip = gr.skip()
+        if not question:
+            yield (skip,) * SEND_OUTPUTS
+            return
+        messages = normalize_messages(messages) + [{"role": "user", "content": literal_text(question)}]
+        if not kb:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": warning_md(
+                        text(
+                            lang,
+                            "Choose or create a knowledge base first (Knowledge base tab).",
+                            "请先选择或创建知识库（知识库标签页）。",
+                        )
+                    ),
+                }
+            )
+            yield messages, "", skip, skip, skip, skip, skip, skip, skip, skip
+            return
+        messages.append({"role": "assistant", "content": ""})
+        yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
+        answer = yield from self._stream_answer(messages, kb, question, turns, doc_filter, lock, llm_profile, lang)
+        if answer is not None:
+            yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
+
+    def _stream_answer(
+        self,
+        messages: list[dict[str, Any]],
+        kb: str,
+        question: str,
+        turns: list[dict[str, str]],
+        doc_filter: Optional[str],
+        lock: Optional[dict[str, Any]],
+        llm_profile: Optional[LLMSettings],
+        lang: str,
+    ) -> Generator[tuple, None, Optional[Answer]]:
+        """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning."""
+        skip = gr.skip()
+        answer: Optional[Answer] = None
+        streamed = ""
+        try:
+            for update in self.service.ask_stream(
+                kb,
+                question,
+                history=list(turns or []),
+                doc=selected_file(doc_filter),
+                figure_id=(lock or {}).get("id"),
+                llm_profile=llm_profile,
+            ):
+                if update.done:
+                    answer = update.answer
+                    continue
+                streamed += update.delta
+                messages[-1]["content"] = protect_currency(streamed)
+                yield messages, skip, skip, skip, skip, skip, skip, skip, skip, skip
+        except Exception as exc:
+            messages[-1]["content"] = warning_md(error_text(exc, "answer the question", lang))
+            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
+            return None
+        if answer is None:  # the contract says this cannot happen; never leave an empty bubble
+            messages[-1]["content"] = protect_currency(streamed) or warning_md(
+                text(lang, "no answer was produced", "没有生成回答")
+            )
+            yield messages, skip, skip, skip, skip, gr.update(visible=False), None, skip, skip, skip
+            return None
+        return answer
+
+    def _final(
+        self,
+        messages: list[dict[str, Any]],
+        answer: Answer,
+        question: str,
+        turns: list[dict[str, str]],
+        answer_sources: list[list[dict[str, Any]]],
+        lang: str,
+    ) -> tuple:
+        # The answer's [n] carry its number: a click on an older answer opens that answer's source n
+        messages[-1]["content"] = answer_markdown(answer, lang, answer_number=len(answer_sources))
+        if answer.sources and answer.mode != "extractive":  # extractive answers already quote each passage
+            messages.append(sources_message(answer.sources, lang))
+        turns = [*(turns or []), {"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
+        warn_below = self.service.settings.confidence.warn_below
+        return (
+            messages,
+            gr.skip(),
+            self.sources_dataset(answer.sources, lang),
+            panels.confidence_html(answer, warn_below, lang),
+            panels.score_chart_html(answer.sources, lang),
+            gr.update(visible=False),
+            None,
+            turns,
+            [*answer_sources, source_state(answer.sources)],
+            gr.skip(),
+        )
+
+    @staticmethod
+    def sources_dataset(sources: list[Source], lang: str) -> gr.Dataset:
+        return gr.Dataset(samples=panels.source_rows(sources), headers=panels.source_headers(lang))
+
+    def clear(self, request: gr.Request = None) -> tuple:
+        """A fresh conversation view. Outputs: chatbot, sources, confidence, chart, page preview, turns,
+        last sources, lock row, lock state."""
+        lang = lang_of(request)
+        return (
+            [],
+            self.sources_dataset([], lang),
+            panels.confidence_html(None, 0, lang),
+            "",
+            gr.update(value=None, visible=False),
+            [],
+            [],
+            gr.update(visible=False),
+            None,
+        )
+
+    # -- sources and figures -------------------------------------------------------------------
+
+    def show_page(
+        self,
+        index: Optional[int],
+        kb: Optional[str],
+        answer_sources: list[list[dict[str, Any]]],
+        request: gr.Request = None,
+    ) -> Any:
+        """A row of the sources table (the last answer's) was clicked. Output: page preview."""
+        return self._show_source(answer_sources[-1] if answer_sources else [], index, kb, request)
+
+    def show_cited(
+        self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]], request: gr.Request = None
+    ) -> Any:
+        """A citation was clicked: ``reference`` is "answer:n" (assets/doclens.js). Output: page preview."""
+        try:
+            answer, number = (int(part) for part in (reference or "").split(":"))
+        except ValueError:
+            return gr.skip()
+        if not 0 <= answer < len(answer_sources or []):
+            return gr.skip()
+        return self._show_source(answer_sources[answer], number - 1, kb, request)
+
+    @shows_errors("show the page", outputs=lambda line, **_: _warned(line))
+    def _show_source(
+        self, sources: list[dict[str, Any]], index: Optional[int], kb: Optional[str], request: Optional[gr.Request]
+    ) -> Any:
+        if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
+            return gr.skip()
+        source = sources[int(index)]
+        path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
+        return gr.update(
+            value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}", visible=True
+        )
+
+    def lock_figure(self, figures: list[dict[str, Any]], evt: gr.SelectData, request: gr.Request = None) -> tuple:
+        """Outputs: lock row, chip thumbnail, chip text, lock state."""
+        index = evt.index if isinstance(evt.index, int) else (evt.index or [None])[0]
+        if index is None or not 0 <= index < len(figures or []):
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        figure = figures[index]
+        return (gr.update(visible=True), figure.get("path"), panels.figure_chip_text(figure, lang_of(request)), figure)
+
+    def unlock_figure(self) -> tuple:
+        return gr.update(visible=False), None
+
+
+def _no_figures(kb: Optional[str], line: str) -> tuple[Any, list[dict[str, Any]]]:
+    log.warning("figures of %r: %s", kb, line)
+    return gr.update(value=[]), []
+
+
+def _warned(line: str) -> Any:
+    """A toast instead of a page preview; the preview stays as it was."""
+    gr.Warning(line)
+    return gr.skip()

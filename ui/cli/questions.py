@@ -1,0 +1,158 @@
+"""The question commands of ``main.py``: search, ask, summary, and the quality checks (eval, calibrate,
+selftest). Each calls backend.service only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from backend.settings import Settings
+from backend.types import SEARCH_MODES, SearchMode
+from ui.cli.output import emit_json, open_service, write_json
+
+
+def add_question_commands(sub, common) -> None:
+    p = sub.add_parser("search", parents=[common], help="ranked sources for a question (no LLM)")
+    p.add_argument("--kb", required=True)
+    p.add_argument("question")
+    p.add_argument("--doc", metavar="FILE")
+    p.add_argument("--mode", choices=SEARCH_MODES, default=SearchMode.RERANK.value)
+    p.add_argument("--top", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_search)
+    p = sub.add_parser("ask", parents=[common], help="answer a question from a knowledge base")
+    p.add_argument("--kb", required=True)
+    p.add_argument("question")
+    p.add_argument("--doc", metavar="FILE")
+    p.add_argument("--figure", metavar="FIGURE_ID")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_ask)
+    p = sub.add_parser("summary", parents=[common], help="a document's summary (cached)")
+    p.add_argument("--kb", required=True)
+    p.add_argument("file")
+    p.add_argument("--refresh", action="store_true")
+    p.set_defaults(handler=cmd_summary)
+    p = sub.add_parser("eval", parents=[common], help="retrieval metrics on a qa.jsonl set")
+    p.add_argument("--qa", required=True, metavar="FILE.jsonl")
+    p.add_argument("--docs", required=True, metavar="DIR")
+    p.add_argument("--kb", help="use this knowledge base instead of a temporary one")
+    p.add_argument("--modes", default=",".join(SEARCH_MODES))
+    p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
+    p.add_argument("--json", metavar="OUT")
+    p.add_argument(
+        "--details", action="store_true", help="keep per-question results in the JSON (input for `calibrate`)"
+    )
+    p.add_argument(
+        "--unanswerable",
+        action="store_true",
+        help="also ask each question with its own document left out (checks the confidence on "
+        "questions the library cannot answer)",
+    )
+    p.set_defaults(handler=cmd_eval)
+    p = sub.add_parser(
+        "calibrate", parents=[common], help="fit the confidence calibration from eval reports made with --details"
+    )
+    p.add_argument("reports", nargs="+", metavar="REPORT.json")
+    p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
+    p.set_defaults(handler=cmd_calibrate)
+    p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
+    p.add_argument("--kb", required=True)
+    p.add_argument("--samples", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_selftest)
+
+
+def cmd_search(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        result = service.search(args.kb, args.question, doc=args.doc, mode=args.mode, top=args.top)
+    if args.json:
+        emit_json(result.to_dict())
+        return 0
+    print(f"confidence {result.confidence:.0f}%  ({result.mode}, {result.latency_ms:.0f} ms)")
+    if result.searched_in:
+        print(f"searched in: {result.searched_in}")
+    for i, s in enumerate(result.sources, 1):
+        snippet = " ".join(s.text.split())[:160]
+        print(f"[{i}] {s.relevance:5.1f}  {s.file} p{s.page}  {snippet}")
+    return 0
+
+
+def cmd_ask(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        if args.json:
+            answer = service.ask(args.kb, args.question, doc=args.doc, figure_id=args.figure)
+            emit_json(answer.to_dict())
+            return 0
+        answer, streamed = None, ""
+        for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
+            if update.done:
+                answer = update.answer
+            else:
+                streamed += update.delta
+                print(update.delta, end="", flush=True)
+    if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
+        # no model, or it failed: the final answer quotes the passages (as the web page shows it)
+        print(("\n\n" if streamed else "") + answer.answer, end="")
+    print()
+    if answer is not None:
+        if answer.notice and answer.notice not in answer.answer:
+            print(f"note: {answer.notice}")
+        print(f"confidence {answer.confidence:.0f}% ({answer.mode})")
+        if answer.searched_in:
+            print(f"searched in: {answer.searched_in}")
+        for i, s in enumerate(answer.sources, 1):
+            print(f"[{i}] {s.file} p{s.page}  relevance {s.relevance:.0f}%")
+    return 0
+
+
+def cmd_summary(args, settings: Settings) -> int:
+    with open_service(settings) as service:
+        print(service.summary(args.kb, args.file, refresh=args.refresh))
+    return 0
+
+
+def cmd_eval(args, settings: Settings) -> int:
+    from backend.quality.evaluation import format_report, run_eval
+    from ui.cli.progress import TerminalProgress
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    with open_service(settings) as service, TerminalProgress() as progress:
+        report = run_eval(
+            service,
+            Path(args.qa),
+            Path(args.docs),
+            kb_name=args.kb,
+            modes=modes,
+            limit=args.limit,
+            progress=progress,
+            keep_details=args.details,
+            unanswerable=args.unanswerable,
+        )
+    print(format_report(report))
+    write_json(args.json, report)
+    return 0
+
+
+def cmd_calibrate(args, settings: Settings) -> int:
+    from backend.quality.calibration import calibrate
+
+    result = calibrate([Path(p) for p in args.reports], mode=args.mode)
+    print(f"fitted on {result['questions']} questions; wrote {result['path']}")
+    print(f"ECE {result['reliability']['ece']}")
+    for row in result["reliability"]["bins"]:
+        print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
+    for name, check in result["per_report"].items():
+        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {check['worst_band']} off")
+    return 0
+
+
+def cmd_selftest(args, settings: Settings) -> int:
+    from backend.quality.selftest import selftest
+
+    with open_service(settings) as service:
+        report = selftest(service, args.kb, samples=args.samples)
+    if args.json:
+        emit_json(report)
+    else:
+        for key, value in report.items():
+            print(f"{key:16} {value}")
+    return 0

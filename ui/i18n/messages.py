@@ -1,0 +1,119 @@
+"""Backend messages (errors, answer notices) in the user's language.
+
+The backend speaks English, one line per error. The Chinese UI maps the messages a user can cause to
+Chinese by pattern; a message without a pattern keeps its English text behind a Chinese lead-in, so the
+user still sees the exact reason.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ui.i18n.strings import text
+
+# (English pattern, Chinese template with the same named groups)
+_ERRORS_ZH: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(p), zh)
+    for p, zh in [
+        (r"^knowledge base name is empty$", "知识库名称为空"),
+        (r"^knowledge base '(?P<a>.*)' does not exist$", "知识库“{a}”不存在"),
+        (r"^knowledge base '(?P<a>.*)' already exists$", "知识库“{a}”已存在"),
+        (r"^knowledge base '(?P<a>.*)' already has that name$", "知识库“{a}”已经是这个名称"),
+        (
+            r"^cannot rename '(?P<a>.*)': knowledge base '(?P<b>.*)' already exists$",
+            "无法重命名“{a}”：知识库“{b}”已存在",
+        ),
+        (
+            r"^knowledge base name '(?P<a>.*)' is (?P<n>\d+) characters; at most (?P<m>\d+) are allowed$",
+            "知识库名称“{a}”有 {n} 个字符；最多允许 {m} 个",
+        ),
+        (r"^knowledge base name (?P<a>.*) contains control characters$", "知识库名称 {a} 含有控制字符"),
+        (
+            r"^knowledge base name '(?P<a>.*)' is too long in bytes for a collection name; use fewer characters$",
+            "知识库名称“{a}”按字节计过长；请使用更少的字符",
+        ),
+        (r"^document '(?P<a>.*)' is not in knowledge base '(?P<b>.*)'$", "文档“{a}”不在知识库“{b}”中"),
+        (r"^figure '(?P<a>.*)' is not in knowledge base '(?P<b>.*)'$", "图表“{a}”不在知识库“{b}”中"),
+        (
+            r"^knowledge base '(?P<a>.*)' has no documents yet: upload PDFs first$",
+            "知识库“{a}”还没有文档：请先上传 PDF",
+        ),
+        (
+            r"^knowledge base '(?P<a>.*)' has no chunks to test: upload PDFs first$",
+            "知识库“{a}”没有可测试的分块：请先上传 PDF",
+        ),
+        (r"^the question is empty$", "问题为空"),
+        (
+            r"^(?P<a>.*): the original PDF is not kept for this document; upload it again$",
+            "{a}：未保留该文档的原始 PDF；请重新上传",
+        ),
+        (r"^no PDF files found in (?P<a>.*)$", "在 {a} 中没有找到 PDF 文件"),
+        (
+            r"^a file was not received by this server's upload: .*$",
+            "有文件不是经由本服务器的上传接收的：请通过页面或 gradio_client.handle_file 上传 PDF",
+        ),
+        (r"^QA file not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到问答文件：{a}"),
+        (r"^PDF folder not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到 PDF 文件夹：{a}"),
+    ]
+]
+
+_NOTICES_ZH: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(p), zh)
+    for p, zh in [
+        (
+            r"^No language model is configured, so this answer quotes the most relevant passages\.$",
+            "未配置语言模型，因此本回答引用最相关的段落。",
+        ),
+        (
+            r"^The language model failed \((?P<a>.*)\), so this answer quotes the most relevant passages\.$",
+            "语言模型出错（{a}），因此本回答引用最相关的段落。",
+        ),
+        (
+            r"^The model cited sources that do not exist \((?P<a>.*)\); those citations were removed\.$",
+            "模型引用了不存在的来源（{a}）；这些引用已删除。",
+        ),
+        (
+            r"^The documents in this knowledge base contain no passage that matches the question\.$",
+            "此知识库的文档中没有与问题匹配的段落。",
+        ),
+    ]
+]
+
+# The actions named in "could not <action>" lines.
+ACTIONS_ZH = {
+    "answer the question": "回答问题",
+    "create the knowledge base": "创建知识库",
+    "list knowledge bases": "列出知识库",
+    "rename the knowledge base": "重命名知识库",
+    "delete the knowledge base": "删除知识库",
+    "list documents": "列出文档",
+    "delete the document": "删除文档",
+    "add the documents": "添加文档",
+    "run the self-test": "运行自测",
+    "run the evaluation": "运行评测",
+    "summarise the document": "生成文档摘要",
+    "show the page": "显示页面",
+    "list figures": "列出图表",
+    "apply the settings": "应用设置",
+    "test the connection": "测试连接",
+}
+
+
+def translate_error(message: str, lang: str) -> str:
+    if lang != "zh":
+        return message
+    return _translate(message, _ERRORS_ZH) or text(lang, "error: {m}", "错误：{m}").format(m=message)
+
+
+def translate_notice(notice: str, lang: str) -> str:
+    if lang != "zh" or not notice:
+        return notice
+    return _translate(notice, _NOTICES_ZH) or text(lang, "note: {m}", "提示：{m}").format(m=notice)
+
+
+def _translate(message: str, table: list[tuple[re.Pattern[str], str]]) -> str:
+    for pattern, zh in table:
+        match = pattern.match(message.strip())
+        if match:
+            return zh.format(**match.groupdict())
+    return ""

@@ -1,0 +1,383 @@
+"""The Knowledge base tab: create, rename, delete and switch; upload PDFs; documents; quality checks."""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from pathlib import Path
+from typing import Any, Optional
+
+import gradio as gr
+
+from backend.errors import DocLensError
+from backend.service import DocLens
+from backend.types import SEARCH_MODES, ProgressEvent
+from ui.common import document_files, error_text, kb_dropdown, shows_errors, warning_md
+from ui.i18n.strings import lang_of, text
+from ui.icons import icon
+from ui.knowledge_bases.upload_jobs import UploadJob, UploadJobs
+from ui.knowledge_bases.view import dict_markdown, doc_headers, document_status, job_progress_html, results_markdown
+from ui.latex import md_literal
+from ui.web_files import ReceivedUploads, UploadRefused
+
+log = logging.getLogger(__name__)
+
+EVAL_MODES = list(SEARCH_MODES)
+POLL_SECONDS = 1.0
+
+
+def eval_inputs(root_setting: str, qa_path: str, docs_dir: str) -> tuple[Path, Path]:
+    """The QA file and PDF folder a web user asked for, only inside the operator's bench folder
+    (``ui.eval_dir``); the same message whether a path outside it exists or not."""
+    if not root_setting.strip():
+        raise DocLensError(
+            "evaluation from the web page reads only the bench folder the operator sets in "
+            "ui.eval_dir (DOCLENS_UI_EVAL_DIR); it is not set. Run `main.py eval` instead."
+        )
+    root = Path(os.path.realpath(Path(root_setting).expanduser()))
+    qa = _inside(root, qa_path)
+    if qa is None or not qa.is_file():
+        raise DocLensError(f"QA file not found in the bench folder: {(qa_path or '').strip()}")
+    docs = _inside(root, docs_dir) if (docs_dir or "").strip() else qa.parent
+    if docs is None or not docs.is_dir():
+        raise DocLensError(f"PDF folder not found in the bench folder: {(docs_dir or '').strip()}")
+    return qa, docs
+
+
+def _inside(root: Path, typed: str) -> Optional[Path]:
+    typed = (typed or "").strip()
+    if not typed:
+        return None
+    real = Path(os.path.realpath(root / typed))  # an absolute path replaces root, then must lie inside it
+    return real if real.is_relative_to(root) else None
+
+
+def user_key(request: Optional[gr.Request], browser: Optional[str] = None) -> str:
+    """Whose upload this is: the login name; without a login the browser that started it (an id kept in
+    its local storage, so a reload finds the job again but another browser does not own it)."""
+    name = getattr(request, "username", None) if request is not None else None
+    if name:
+        return f"user:{name}"
+    return f"browser:{browser}" if browser else ""
+
+
+def new_browser_id() -> str:
+    return uuid.uuid4().hex
+
+
+def hidden() -> Any:
+    return gr.update(visible=False)
+
+
+class KBHandlers:
+    def __init__(self, service: DocLens, uploads: Optional[ReceivedUploads] = None, jobs: Optional[UploadJobs] = None):
+        self.service = service
+        self.uploads = uploads or ReceivedUploads()  # without the running Blocks nothing counts as received
+        self.jobs = jobs or UploadJobs(self._ingest_received)
+
+    def _ingest_received(self, kb: str, paths: list[Path], **options: Any) -> list:
+        """The job's work: index, then delete the upload's copies (indexed or refused, they are used)."""
+        try:
+            return self.service.ingest(kb, paths, **options)
+        finally:
+            self.uploads.discard(paths)
+
+    @property
+    def model_preparing(self) -> bool:
+        return self.service.model_state.preparing
+
+    # -- knowledge bases ------------------------------------------------------------------------
+
+    def refresh(self, kb: Optional[str], request: gr.Request = None) -> tuple[Any, Any]:
+        """Outputs: kb picker, documents table."""
+        update = kb_dropdown(self.service, kb)
+        return update, self.documents_table(update["value"], request)
+
+    @shows_errors(
+        "create the knowledge base",
+        outputs=lambda line, self, current, request, **_: (
+            warning_md(line),
+            *self.refresh(current, request),
+            gr.skip(),
+        ),
+    )
+    def create(self, name: str, current: Optional[str], request: gr.Request = None) -> tuple:
+        """Outputs: status, kb picker, documents table, name box."""
+        lang = lang_of(request)
+        kb = self.service.create_kb(name or "")
+        return (
+            f"{icon('ok')} {text(lang, 'Created', '已创建')} **{md_literal(kb.name)}**",
+            *self.refresh(kb.name, request),
+            "",
+        )
+
+    @shows_errors(
+        "rename the knowledge base", outputs=lambda line, **_: (warning_md(line), gr.skip(), gr.skip(), gr.skip())
+    )
+    def rename(self, current: Optional[str], new_name: str, request: gr.Request = None) -> tuple:
+        """Outputs: status, kb picker, documents table, name box."""
+        lang = lang_of(request)
+        if not current:
+            return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
+        kb = self.service.rename_kb(current, new_name or "")
+        return (
+            f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{md_literal(current)}** → **{md_literal(kb.name)}**",
+            *self.refresh(kb.name, request),
+            "",
+        )
+
+    def ask_delete(self, current: Optional[str], request: gr.Request = None) -> tuple:
+        """Outputs: confirmation row, confirmation text, the name the confirmation is about."""
+        lang = lang_of(request)
+        if not current:
+            return hidden(), warning_md(choose_kb_first(lang)), None
+        return (
+            gr.update(visible=True),
+            warning_md(
+                text(
+                    lang,
+                    "Delete **{name}** and all its documents? This cannot be undone.",
+                    "删除 **{name}** 及其全部文档？此操作无法撤销。",
+                ).format(name=md_literal(current))
+            ),
+            current,
+        )
+
+    @shows_errors(
+        "delete the knowledge base", outputs=lambda line, **_: (warning_md(line), hidden(), gr.skip(), gr.skip(), None)
+    )
+    def delete(self, pending: Optional[str], request: gr.Request = None) -> tuple:
+        """Outputs: status, confirmation row, kb picker, documents table, pending name. Deletes the knowledge
+        base the confirmation named, never the picker's current value."""
+        lang = lang_of(request)
+        if not pending:
+            return warning_md(choose_kb_first(lang)), hidden(), gr.skip(), gr.skip(), None
+        self.service.delete_kb(pending)
+        return (
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}**",
+            hidden(),
+            *self.refresh(None, request),
+            None,
+        )
+
+    # -- documents ------------------------------------------------------------------------------
+
+    @shows_errors("list documents", outputs=lambda line, kb, request, **_: _no_documents(kb, line, request))
+    def documents_table(self, kb: Optional[str], request: gr.Request = None) -> Any:
+        lang = lang_of(request)
+        rows = []
+        if kb:
+            running = self.jobs.running_in(kb)
+            for d in self.service.documents(kb):
+                event = next((job.file_progress(d.file) for job in running if job.file_progress(d.file)), None)
+                rows.append([d.file, d.pages, d.chunks, d.figures, document_status(d, lang, event)])
+        return gr.update(value=rows, headers=doc_headers(lang))
+
+    def file_choices(self, kb: Optional[str]) -> Any:
+        """No document is picked for the user: deleting must be a choice, not the default."""
+        return gr.update(choices=document_files(self.service, kb), value=None)
+
+    def ask_delete_document(self, kb: Optional[str], file: Optional[str], request: gr.Request = None) -> tuple:
+        """Outputs: confirmation row, confirmation text, pending {"kb", "file"}."""
+        lang = lang_of(request)
+        if not kb or not file:
+            return hidden(), warning_md(text(lang, "Choose a document first.", "请先选择文档。")), None
+        return (
+            gr.update(visible=True),
+            warning_md(
+                text(
+                    lang,
+                    "Delete **{file}** from **{kb}**? This cannot be undone.",
+                    "从 **{kb}** 删除 **{file}**？此操作无法撤销。",
+                ).format(file=md_literal(file), kb=md_literal(kb))
+            ),
+            {"kb": kb, "file": file},
+        )
+
+    @shows_errors(
+        "delete the document", outputs=lambda line, **_: (warning_md(line), hidden(), gr.skip(), gr.skip(), None)
+    )
+    def delete_document(self, pending: Optional[dict[str, str]], request: gr.Request = None) -> tuple:
+        """Outputs: status, confirmation row, documents table, file picker, pending."""
+        lang = lang_of(request)
+        if not pending:
+            return (
+                warning_md(text(lang, "Choose a document first.", "请先选择文档。")),
+                hidden(),
+                gr.skip(),
+                gr.skip(),
+                None,
+            )
+        kb = pending["kb"]
+        doc = self.service.delete_document(kb, pending["file"])
+        return (
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}**",
+            hidden(),
+            self.documents_table(kb, request),
+            self.file_choices(kb),
+            None,
+        )
+
+    def close_confirmation(self) -> tuple:
+        """A confirmation is about what was selected when it was asked: any new selection closes it."""
+        return hidden(), None
+
+    # -- upload ---------------------------------------------------------------------------------
+
+    def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
+        browser id (made here on a browser's first upload). Runs with preprocess=False: ``files`` are
+        FileData dicts, which carry the user's original names. The chosen files stay in the box unless the
+        job was accepted."""
+        lang = lang_of(request)
+        if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
+            return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        try:
+            paths, names = self.uploads.admit(files)
+        except UploadRefused as exc:
+            log.info("KB tab upload refused: %s", exc)
+            return warning_md(error_text(exc, "add the documents", lang)), gr.skip(), gr.skip(), None, gr.skip()
+        if not paths:
+            return (
+                warning_md(text(lang, "Add one or more PDF files first.", "请先添加 PDF 文件。")),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+            )
+        browser = browser or new_browser_id()
+        job = self.jobs.start(user_key(request, browser), kb, paths, names)
+        if job is None:
+            return (
+                warning_md(
+                    text(
+                        lang,
+                        "An upload into this knowledge base is already running; wait for it or cancel it.",
+                        "此知识库已有上传在进行；请等待或取消。",
+                    )
+                ),
+                gr.skip(),
+                gr.skip(),
+                gr.skip(),
+                browser,
+            )
+        return job_progress_html(job, lang, self.model_preparing), gr.skip(), gr.update(active=True), None, browser
+
+    def poll(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """Each timer tick: the job's progress, or its results once it is done. Outputs: ingest status,
+        documents table, file picker, timer."""
+        lang = lang_of(request)
+        job = self.jobs.get(user_key(request, browser), kb)
+        if job is None:
+            return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False)
+        if job.running:
+            return (
+                job_progress_html(job, lang, self.model_preparing),
+                self.documents_table(kb, request),
+                gr.skip(),
+                gr.skip(),
+            )
+        return (
+            self.job_result(job, lang),
+            self.documents_table(kb, request),
+            self.file_choices(kb),
+            gr.update(active=False),
+        )
+
+    def attach(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
+        say that someone else's runs there. Outputs: ingest status, timer."""
+        lang = lang_of(request)
+        job = self.jobs.get(user_key(request, browser), kb)
+        if job is None or not job.running:
+            return (another_upload_runs(lang) if self.jobs.running_in(kb) else ""), gr.update(active=False)
+        return job_progress_html(job, lang, self.model_preparing), gr.update(active=True)
+
+    @staticmethod
+    def job_result(job: UploadJob, lang: str) -> str:
+        if job.error is not None:
+            return warning_md(error_text(job.error, "add the documents", lang))
+        return results_markdown(job.results or [], lang)
+
+    def cancel_upload(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> Any:
+        """Output: ingest status (the job's final result replaces it when the job ends). Only the browser
+        (or login) that started an upload can cancel it."""
+        lang = lang_of(request)
+        owner = user_key(request, browser)
+        if self.jobs.cancel(owner, kb):
+            job = self.jobs.get(owner, kb)
+            return job_progress_html(job, lang, self.model_preparing) if job is not None else gr.skip()
+        if self.jobs.running_in(kb):
+            return another_upload_runs(lang)
+        return text(lang, "No upload is running.", "没有正在进行的上传。")
+
+    # -- quality checks -------------------------------------------------------------------------
+
+    @shows_errors("run the self-test")
+    def selftest(
+        self, kb: Optional[str], samples: float, request: gr.Request = None, progress: gr.Progress = gr.Progress()
+    ) -> str:
+        lang = lang_of(request)
+        if not kb:
+            return warning_md(choose_kb_first(lang))
+
+        def on_progress(event: ProgressEvent) -> None:
+            progress(
+                event.fraction,
+                desc=text(lang, "self-test question {i} of {n}", "自测问题 {i}/{n}").format(
+                    i=event.current, n=event.total
+                ),
+            )
+
+        from backend.quality.selftest import selftest
+
+        report = selftest(self.service, kb, samples=int(samples or 50), progress=on_progress)
+        return dict_markdown(report, lang)
+
+    @shows_errors("run the evaluation")
+    def evaluate(
+        self,
+        kb: Optional[str],
+        qa_path: str,
+        docs_dir: str,
+        use_current_kb: bool,
+        modes: list[str],
+        limit: float,
+        request: gr.Request = None,
+        progress: gr.Progress = gr.Progress(),
+    ) -> str:
+        qa, docs = eval_inputs(self.service.settings.ui.eval_dir, qa_path, docs_dir)
+
+        def on_progress(event: ProgressEvent) -> None:
+            progress(event.fraction if event.file_count else 0.0, desc=event.message or event.stage)
+
+        from backend.quality.evaluation import format_report, run_eval
+
+        report = run_eval(
+            self.service,
+            qa,
+            docs,
+            kb_name=kb if use_current_kb else None,
+            modes=modes or EVAL_MODES,
+            limit=int(limit or 0),
+            progress=on_progress,
+        )
+        return f"```text\n{format_report(report)}\n```"
+
+
+def _no_documents(kb: Optional[str], line: str, request: Optional[gr.Request]) -> Any:
+    log.warning("documents of %r: %s", kb, line)
+    return gr.update(value=[], headers=doc_headers(lang_of(request)))
+
+
+def another_upload_runs(lang: str) -> str:
+    return text(
+        lang,
+        "An upload started in another browser is running in this knowledge base; only that browser can cancel it.",
+        "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。",
+    )
+
+
+def choose_kb_first(lang: str) -> str:
+    return text(lang, "Choose or create a knowledge base first.", "请先选择或创建知识库。")

@@ -1,0 +1,162 @@
+"""What the Knowledge base tab shows: progress lines, upload results, the documents table, reports."""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Optional, Sequence
+
+from backend.types import DocumentInfo, IngestResult, ProgressEvent
+from ui.i18n.strings import text
+from ui.icons import icon
+from ui.knowledge_bases.upload_jobs import UploadJob
+
+
+def doc_headers(lang: str) -> list[str]:
+    return [
+        text(lang, "file", "文件"),
+        text(lang, "pages", "页数"),
+        text(lang, "chunks", "分块"),
+        text(lang, "figures", "图表"),
+        text(lang, "status", "状态"),
+    ]
+
+
+def stage_label(lang: str, stage: str) -> str:
+    labels = {
+        "file": text(lang, "starting", "开始"),
+        "parse": text(lang, "parse page", "解析页"),
+        "ocr": text(lang, "OCR page", "OCR 识别页"),
+        "embed": text(lang, "embedding", "向量化"),
+        "store": text(lang, "storing", "写入"),
+        "done": text(lang, "done", "完成"),
+    }
+    return labels.get(stage, stage)
+
+
+def progress_text(event: ProgressEvent, lang: str = "en") -> str:
+    """e.g. "file 1 of 2 · a.pdf · OCR page 3 of 10"."""
+    head = text(lang, "file {i} of {n}", "第 {i} 个文件，共 {n} 个").format(i=event.file_index, n=event.file_count)
+    head += f" · {event.file}" if event.file else ""
+    stage = stage_label(lang, event.stage)
+    if event.total and event.stage in ("parse", "ocr"):
+        return (
+            head
+            + " · "
+            + text(lang, "{stage} {current} of {total}", "{stage} {current}/{total}").format(
+                stage=stage, current=event.current, total=event.total
+            )
+        )
+    if event.total and event.stage in ("embed", "store"):
+        return f"{head} · {stage} {event.current}/{event.total}"
+    known = event.stage in ("file", "parse", "ocr", "embed", "store", "done")
+    return f"{head} · {stage if known else event.message or stage}"
+
+
+def progress_html(fraction: Optional[float], line: str) -> str:
+    """A progress bar of our own (the job outlives any one Gradio event, so Gradio's bar cannot show it);
+    ``fraction`` None: work whose length is unknown (a moving stripe, no percentage)."""
+    if fraction is None:
+        return (
+            f'<div class="dl-progress dl-indeterminate" role="progressbar"><div class="dl-progress-bar">'
+            f'<span></span></div><div class="dl-progress-text">{html.escape(line)}</div></div>'
+        )
+    width = max(0.0, min(100.0, fraction * 100))
+    return (
+        f'<div class="dl-progress" role="progressbar" aria-valuenow="{width:.0f}" aria-valuemin="0" '
+        f'aria-valuemax="100"><div class="dl-progress-bar"><span style="width:{width:.1f}%"></span></div>'
+        f'<div class="dl-progress-text">{html.escape(line)} · {width:.0f}%</div></div>'
+    )
+
+
+def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) -> str:
+    """The job's bar; while the embedding model is prepared it says the upload waits for it (pages are
+    read meanwhile, embedding starts when the model is ready)."""
+    first = job.names[0] if job.names else ""
+    if job.event is None and model_preparing:
+        line = text(
+            lang,
+            "queued: {file} (indexing starts when the embedding model is ready)",
+            "排队中：{file}（向量模型准备好后开始索引）",
+        ).format(file=first)
+    elif job.event is None:
+        line = text(
+            lang,
+            "queued: {file} (waits for the embedding model or another upload)",
+            "排队中：{file}（等待向量模型或其他上传）",
+        ).format(file=first)
+    else:
+        line = progress_text(job.event, lang)
+    if job.cancel.is_set():
+        line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
+    return progress_html(job.fraction, line)
+
+
+RESULT_ICONS = {"indexed": "ok", "duplicate": "same", "replaced": "replace", "failed": "fail", "cancelled": "stop"}
+
+
+def result_status(lang: str, status: str) -> str:
+    names = {
+        "indexed": text(lang, "indexed", "已索引"),
+        "duplicate": text(lang, "duplicate", "重复"),
+        "replaced": text(lang, "replaced", "已替换"),
+        "failed": text(lang, "failed", "失败"),
+        "cancelled": text(lang, "cancelled", "已取消"),
+    }
+    return names.get(status, status)
+
+
+def results_markdown(results: Sequence[IngestResult], lang: str = "en") -> str:
+    if not results:
+        return f"{icon('warn')} " + text(lang, "No PDF was processed.", "没有处理任何 PDF。")
+    lines = [cancel_summary(results, lang)] if any(r.status == "cancelled" for r in results) else []
+    headers = [
+        text(lang, "file", "文件"),
+        text(lang, "result", "结果"),
+        text(lang, "pages", "页数"),
+        text(lang, "chunks", "分块"),
+        text(lang, "figures", "图表"),
+        text(lang, "details", "说明"),
+    ]
+    lines += ["| " + " | ".join(headers) + " |", "|---|---|---|---|---|---|"]
+    for r in results:
+        detail = r.error or (
+            text(lang, "{n} OCR pages, {s:.1f} s", "OCR {n} 页，{s:.1f} 秒").format(n=r.ocr_pages, s=r.seconds)
+            if r.ok
+            else ""
+        )
+        lines.append(
+            f"| {cell(r.file)} | {icon(RESULT_ICONS.get(r.status, 'info'))} {result_status(lang, r.status)}"
+            f" | {r.pages} | {r.chunks} | {r.figures} | {cell(detail)} |"
+        )
+    return "\n".join(lines)
+
+
+def cancel_summary(results: Sequence[IngestResult], lang: str) -> str:
+    kept = sum(1 for r in results if r.ok)
+    if not kept:
+        return f"{icon('stop')} " + text(lang, "Upload cancelled; nothing was stored.", "上传已取消；未存储任何内容。")
+    return f"{icon('stop')} " + text(
+        lang,
+        "Upload cancelled; the {n} file(s) finished before the cancel were kept.",
+        "上传已取消；取消前完成的 {n} 个文件已保留。",
+    ).format(n=kept)
+
+
+def cell(value: Any) -> str:
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def dict_markdown(report: dict[str, Any], lang: str = "en") -> str:
+    rows = "\n".join(f"| {cell(key)} | {cell(value)} |" for key, value in report.items())
+    return f"| {text(lang, 'metric', '指标')} | {text(lang, 'value', '值')} |\n|---|---|\n{rows}"
+
+
+def document_status(doc: DocumentInfo, lang: str, running: Optional[ProgressEvent]) -> str:
+    """ "complete" reads as such; a pending row says it is being indexed, with the job's progress if known."""
+    if doc.status == "pending":
+        line = text(lang, "being indexed", "正在索引")
+        if running is not None and running.total:
+            line += f" · {stage_label(lang, running.stage)} {running.current}/{running.total}"
+        return line
+    names = {"complete": text(lang, "indexed", "已索引"), "failed": text(lang, "failed", "失败")}
+    return names.get(doc.status, doc.status)

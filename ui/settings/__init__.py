@@ -1,0 +1,1 @@
+"""The Settings tab: its layout (page) and its handlers."""
