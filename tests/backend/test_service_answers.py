@@ -345,7 +345,7 @@ def test_an_unreachable_model_server_gives_an_extractive_answer(service: DocLens
 
 def test_summary_is_generated_once_cached_and_regenerated_on_refresh(service: DocLens, fake: FakeOpenAI):
     kb = service.open_kb(KB, check_model=False)
-    doc = service.find_document(kb, PHYSICS)
+    doc = kb.find_document(PHYSICS)
     assert kb.registry.summary(doc.doc_id) is None
     first = r"**概述**：简谐振子的能级为 $$E_n = \hbar\omega\left(n+\frac{1}{2}\right)$$，基态能量 $\frac{1}{2}\hbar\omega$ 不为零。"
     fake.queue_reply(first)
@@ -367,7 +367,7 @@ def test_summary_without_a_working_model_shows_first_passages_and_caches_nothing
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
     kb = service.open_kb(KB, check_model=False)
-    doc = service.find_document(kb, COMPUTING)
+    doc = kb.find_document(COMPUTING)
     first_chunk = service.store.chunks(kb.collection, doc_id=doc.doc_id, limit=1)[0].content
     opening = " ".join(first_chunk.split())[:40]
 

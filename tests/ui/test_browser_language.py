@@ -23,7 +23,7 @@ def ui_string_pairs() -> list[tuple[str, str]]:
     import ast
 
     pairs = []
-    for path in sorted((Path(__file__).resolve().parents[2] / "ui").glob("*.py")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "ui").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if not isinstance(node, ast.Call) or getattr(node.func, "id", None) not in ("label", "text"):
                 continue

@@ -82,11 +82,12 @@ def test_parsed_formula_renders_in_quoted_document_text() -> None:
 
 
 def test_extractive_answer_renders_parsed_formula() -> None:
-    from backend.types import Answer, Source
+    from backend.answering.extractive import extractive_answer
+    from backend.types import Source
     from ui.chat.panels import extractive_markdown
 
     text = "能级公式如下：\n\n$$ E_{n}=\\hbar\\omega\\left(n+\\frac{1}{2}\\right) $$\n\n基态能量不为零。"
     source = Source(file="phys.pdf", doc_id="d", page=1, page_end=1, chunk_index=0, text=text, relevance=80.0)
-    answer = Answer(answer="", mode="extractive", confidence=50.0, sources=[source], question="能级公式")
+    answer = extractive_answer("能级公式", [source], 50.0)
     markdown = extractive_markdown(answer, "zh")
     assert "$$ E_{n}=\\hbar\\omega\\left(n+\\frac{1}{2}\\right) $$" in markdown

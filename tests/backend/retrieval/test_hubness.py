@@ -6,15 +6,12 @@ from __future__ import annotations
 import pytest
 
 from backend.retrieval.hubness import HubScores, corrections, reference_questions
-from backend.service import DocLens
 from backend.text import text_language
-from tests.conftest import make_settings
 
 
 @pytest.fixture(scope="module")
-def hubs(tmp_path_factory):
-    with DocLens(make_settings(tmp_path_factory.mktemp("hubness") / "data")) as service:
-        yield HubScores(lambda: service.embedder)
+def hubs(service) -> HubScores:
+    return HubScores(lambda: service.embedder)
 
 
 def test_the_reference_questions_are_parallel_questions_in_each_language():
@@ -25,18 +22,18 @@ def test_the_reference_questions_are_parallel_questions_in_each_language():
     assert reference_questions("fr") == []
 
 
-def test_a_passage_quoting_the_questions_language_is_more_of_a_hub(hubs):
+def test_a_passage_quoting_the_questions_language_is_more_of_a_hub(hubs, service):
     # The passage that topped unrelated Chinese questions in xl-dev-zh2en quoted 樞密院 in an English text.
     quoting = "The Privy Council (Chinese: 樞密院) managed military affairs, and the Censorate conducted inspection."
     plain = "The Privy Council managed military affairs, and the Censorate conducted inspection."
-    vectors = hubs.embedder.embed_passages([quoting, plain])
+    vectors = service.embedder.embed_passages([quoting, plain])
     towards_chinese = hubs.of("zh", vectors)
     assert towards_chinese[0] > towards_chinese[1] + 0.02, towards_chinese
     assert hubs.of("en", vectors).shape == (2,)
 
 
-def test_no_reference_questions_means_no_hubness(hubs):
-    vectors = hubs.embedder.embed_passages(["A passage."])
+def test_no_reference_questions_means_no_hubness(hubs, service):
+    vectors = service.embedder.embed_passages(["A passage."])
     assert hubs.of("fr", vectors).tolist() == [0.0]
 
 

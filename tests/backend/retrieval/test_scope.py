@@ -208,14 +208,12 @@ def test_a_rewrite_is_limited_to_a_document_only_when_the_user_named_it(service:
     # A model's condensed question may name a paper the user never mentioned: that must not narrow the search.
     kb = service.open_kb(KB)
     rewrite = "What does the sampler keep in the Spectral Sparsification of Streaming Graphs paper?"
-    unnamed = service._search(kb, rewrite, None, "rerank", 5, said="Hello\nWhat does the sampler keep?")
+    unnamed = service.retriever.search(kb, rewrite, top=5, said="Hello\nWhat does the sampler keep?")
     assert unnamed.searched_in == ""
-    named = service._search(
+    named = service.retriever.search(
         kb,
         rewrite,
-        None,
-        "rerank",
-        5,
+        top=5,
         said="Tell me about the Spectral Sparsification of Streaming Graphs paper.\nAnd the sampler?",
     )
     assert named.searched_in == STREAMING

@@ -9,9 +9,10 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
+from backend.answering.extractive import extractive_answer
 from backend.processes import free_port
 from backend.service import DocLens
-from backend.types import Answer, Figure, Source
+from backend.types import Figure, Source
 from tests.conftest import SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.handler_support import (
@@ -191,14 +192,7 @@ def test_user_text_and_quoted_passages_are_not_math(service: DocLens, data_dir: 
     source = Source(
         "report.pdf", "d1", 3, 3, 0, "| Region | Revenue (M$) | Cost (M$) |\n| EU | 12 | 9 |", relevance=80.0
     )
-    answer = Answer(
-        "",
-        "extractive",
-        80.0,
-        [source],
-        notice="No language model is configured, so this answer quotes the most relevant passages.",
-        question="revenue by region",
-    )
+    answer = extractive_answer("revenue by region", [source], 80.0)  # what a question without a model gets
     rendered = answer_markdown(answer, "en")
     assert "$" not in rendered and rendered.count(CURRENCY_HTML) == 2 and "report.pdf" in rendered
 
