@@ -209,6 +209,8 @@ def wire_page_load(
         **UNDOCUMENTED,
     )
     loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
+    # The conversation view in the session's language (the layout is built before a session has one).
+    loaded.then(chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
     loaded.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
     chain_panel(loaded, chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")

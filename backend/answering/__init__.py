@@ -7,5 +7,5 @@ one-line notice that says why. LaTeX is passed through exactly as the model or t
 One module per concern: ``prompts`` (every prompt: numbered sources, history, the standalone follow-up
 question, the question's translation), ``citations``, ``answers`` (the streamed model answer),
 ``extractive`` (answers that quote passages), ``figures`` (questions about one figure), ``summaries``;
-``language`` and ``clip`` are shared helpers.
+``language`` and ``truncation`` are shared helpers.
 """

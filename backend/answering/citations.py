@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from backend.answering.clip import MATH
+from backend.answering.truncation import MATH
 
 _CITATION = re.compile(r"\[(\d{1,3}(?:\s*[,，、\-–]\s*\d{1,3})*)\](?!\()|【(\d{1,3})】")
 

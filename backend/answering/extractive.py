@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from typing import Optional, Sequence
 
-from backend.answering.clip import MATH, clip
 from backend.answering.prompts import source_label
+from backend.answering.truncation import MATH, clip
 from backend.text import REQUEST_WORDS, query_terms
 from backend.types import Answer, Source
 

@@ -6,9 +6,9 @@ import logging
 import re
 from typing import Optional, Sequence
 
-from backend.answering.clip import clip, window
 from backend.answering.extractive import EXTRACTIVE_PASSAGES, NO_MODEL_NOTICE, best_excerpt, format_passage
 from backend.answering.language import language_instruction
+from backend.answering.truncation import clip, window
 from backend.errors import LLMError
 from backend.llm.client import LLMClient
 from backend.types import Answer, Figure, Source

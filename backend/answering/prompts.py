@@ -6,8 +6,8 @@ import logging
 import re
 from typing import Any, Optional, Sequence, Union
 
-from backend.answering.clip import clip
 from backend.answering.language import language_instruction
+from backend.answering.truncation import clip
 from backend.errors import LLMError
 from backend.llm.client import LLMClient
 from backend.text import question_language

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable, Optional, Sequence
 
-from backend.answering.clip import clip
+from backend.answering.truncation import clip
 from backend.errors import LLMError
 from backend.llm.client import LLMClient
 from backend.text import question_language

@@ -9,6 +9,7 @@ text and what DocLens extracts, natively and from a scan of the same page (rende
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import logging
 import random
@@ -22,6 +23,7 @@ from typing import Any, Iterable, Optional, Sequence
 import pypdfium2 as pdfium
 from PIL import Image, ImageDraw
 
+from backend.errors import DocLensError
 from backend.quality.bench_ingest import format_figures
 from backend.text import CJK
 
@@ -332,12 +334,19 @@ def scan_copy(pdf_path: Path, out_path: Path, dpi: int = 200) -> Path:
 # ------------------------------------------------------------------------------------------- run
 
 
+def require_reportlab() -> None:
+    """The pages are laid out with reportlab, a development requirement (requirements-dev.txt)."""
+    if importlib.util.find_spec("reportlab") is None:
+        raise DocLensError("bench-layout lays its pages out with reportlab: pip install -r requirements-dev.txt")
+
+
 def run_layout_bench(
     settings, docs: dict[str, Path], scanned: bool = True, workdir: Optional[Path] = None
 ) -> dict[str, Any]:
     """Per-page similarity, native and scanned, for each language whose bench documents are given."""
     from backend.documents.pdf import parse_pdf
 
+    require_reportlab()
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="doclens-layout-") as tmp:
         folder = workdir or Path(tmp)

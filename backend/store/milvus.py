@@ -16,8 +16,8 @@ from pymilvus.exceptions import MilvusException
 from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
+from backend.store.collection_list import KnownCollections
 from backend.store.filters import filter_expression, in_list
-from backend.store.known import KnownCollections
 from backend.store.lite import (
     connect_failure,
     is_lite,

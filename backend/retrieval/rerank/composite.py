@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Optional, Sequence
 
 from backend.retrieval.query_plan import QuestionPlan
+from backend.retrieval.rerank.chunk_kinds import kind_factor
 from backend.retrieval.rerank.crosslingual import cross_relevance, cross_signals
-from backend.retrieval.rerank.kinds import kind_factor
 from backend.retrieval.rerank.signals import (
     candidate_idf,
     entity_score,

@@ -12,7 +12,7 @@ from backend.text import normalize, query_entities, query_terms, searchable
 # Cosine similarities of e5-style models sit in a narrow band; this maps that band onto 0-100.
 SEMANTIC_FLOOR = 0.70
 SEMANTIC_CEILING = 0.92
-# How fast the rank prior falls with the fused rank (tuned on ../shared/bench: a gentle slope lets the
+# How fast the rank prior falls with the fused rank (tuned on the dev question sets: a gentle slope lets the
 # other signals reorder the head of the list).
 RANK_SLOPE = 0.075
 

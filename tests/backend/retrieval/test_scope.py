@@ -6,7 +6,7 @@ from typing import Iterator
 
 import pytest
 
-from backend.retrieval.rerank.kinds import asks_for_references, kind_factor
+from backend.retrieval.rerank.chunk_kinds import asks_for_references, kind_factor
 from backend.retrieval.scope import catalog_entry, find_scope, page_hints, scope_for
 from backend.service import DocLens
 from backend.settings import RerankSettings
