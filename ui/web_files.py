@@ -2,9 +2,13 @@
 
 Ingest: only files Gradio's own ``/upload`` route received (``Blocks.upload_file_set``), inside its upload
 folder, regular files after resolving symlinks. A FileData dict naming any other server path is refused
-with one message that does not say whether the path exists. Each received file is used once: the request
-claims it (moves it into this server's ``doclens-claimed/<id>/``), and it is deleted as soon as it was
-indexed or refused; whatever is left is deleted when the server stops.
+with one message that names the file as the caller called it and does not say whether the path exists
+(also when Gradio itself refuses it, before any handler runs). Each upload is used once: Gradio keeps
+identical files (the same file picked twice, two users uploading the same file) in one content-addressed
+place, so ``UploadCounts`` counts how often /upload received each path, and each use takes one. A request
+claims what it uses by a hard link (or a copy) into a folder of its own, ``doclens-claimed/<id>/<request>/``,
+removed when the request is done; Gradio's file is deleted once every upload of it was used, and whatever
+is left is deleted when the server stops.
 
 Download: the app passes no ``allowed_paths`` to Gradio, so nothing under the data folder is served
 directly. Each image the page shows (a figure, a page preview) is linked into this server's folder
@@ -22,9 +26,12 @@ import secrets
 import shutil
 import threading
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterable, Optional
 
+import gradio as gr
+from gradio.exceptions import InvalidPathError
 from gradio.utils import get_upload_folder
 
 from backend.errors import DocLensError
@@ -43,6 +50,11 @@ class UploadRefused(DocLensError):
     """A web request named a file that Gradio's upload did not receive."""
 
 
+def refused(names: Iterable[str]) -> str:
+    """The refusal, naming the files as the caller called them (never the server path)."""
+    return f"{', '.join(dict.fromkeys(names)) or 'a file'}: {NOT_RECEIVED}"
+
+
 def file_entries(files: Any) -> list[tuple[str, str]]:
     """(path, user's file name) from FileData dicts, FileData objects or plain paths."""
     entries = []
@@ -54,8 +66,43 @@ def file_entries(files: Any) -> list[tuple[str, str]]:
             path = str(getattr(item, "path", None) or item)
             name = getattr(item, "orig_name", None) or ""
         if path:
-            entries.append((path, name or Path(path).name))
+            entries.append((path, Path(name or path).name))
     return entries
+
+
+class UploadCounts(set):
+    """Gradio's ``Blocks.upload_file_set`` (a set of paths), counting how often /upload received each one:
+    identical uploads land on one path, and each of them is one use."""
+
+    def __init__(self, paths: Iterable[Any] = ()) -> None:
+        super().__init__(paths)
+        self.lock = threading.Lock()
+        self._counts: Counter[str] = Counter(os.path.abspath(str(p)) for p in self)
+
+    def update(self, *groups: Iterable[Any]) -> None:  # what Gradio's /upload route calls
+        with self.lock:
+            for group in groups:
+                for path in group:
+                    super().add(path)
+                    self._counts[os.path.abspath(str(path))] += 1
+
+    def add(self, path: Any) -> None:
+        self.update([path])
+
+    def uses_left(self, path: str) -> int:
+        return self._counts[os.path.abspath(path)]
+
+    def take(self, path: str) -> None:
+        self._counts[os.path.abspath(path)] -= 1
+
+    def forget(self, path: str) -> list[str]:
+        """No more uses of ``path``; the names it was recorded under."""
+        given = os.path.abspath(path)
+        self._counts.pop(given, None)
+        names = [p for p in self if os.path.abspath(str(p)) == given]
+        for name in names:
+            self.discard(name)
+        return names
 
 
 class ReceivedUploads:
@@ -66,56 +113,119 @@ class ReceivedUploads:
         self.upload_dir = Path(upload_dir or get_upload_folder())
         # this server's own claims: another DocLens sharing the upload folder has its own
         self.claimed = self.upload_dir.resolve() / CLAIMED_FOLDER / secrets.token_hex(8)
-
-    def _received(self) -> set[str]:
-        return getattr(self.blocks, "upload_file_set", None) or set()
+        self.received = UploadCounts(getattr(blocks, "upload_file_set", None) or ())
+        if blocks is not None:
+            _count_uploads(blocks, self.received)
+            _name_gradio_refusals(blocks)
 
     def admit(self, files: Any) -> tuple[list[Path], list[str]]:
-        """Paths and names to ingest; UploadRefused (all files discarded) if any was not received.
-
-        Admitted files are claimed: moved out of Gradio's content-addressed place into a folder of their
-        own, so the same file uploaded again by someone else meanwhile is that user's own upload.
-        """
+        """Paths and names to ingest; UploadRefused (naming the files; the others of the request are used
+        up too) if any was not received. What is admitted is claimed: linked into a folder of this request's
+        own, so nobody else's use of the same upload can take it away; ``discard`` ends the claim."""
         entries = file_entries(files)
-        received = {os.path.abspath(p) for p in self._received()}
-        root = self.upload_dir.resolve()
-        for path, _ in entries:
-            real = Path(os.path.realpath(path))
-            if (
-                os.path.abspath(path) not in received
-                or not real.is_relative_to(root)
-                or not real.is_file()
-                or real.is_relative_to(root / CLAIMED_FOLDER)
-            ):
-                self.discard(p for p, _ in entries)  # the caller logs the refusal (one line)
-                raise UploadRefused(NOT_RECEIVED)
-        return [self._claim(path, root) for path, _ in entries], [Path(name).name for _, name in entries]
+        request = self.claimed / uuid.uuid4().hex
+        taken: dict[str, tuple[str, Optional[int]]] = {}  # received path -> (its real path, its inode)
+        with self.received.lock:
+            not_received = [name for path, name in entries if not self._admissible(path)]
+            claims = [self._claim(path, request / str(index), taken) for index, (path, _) in enumerate(entries)]
+            self._drop_used(taken)
+        if not_received:
+            self.discard(c for c in claims if c is not None)  # the caller logs the refusal (one line)
+            raise UploadRefused(refused(not_received))
+        return [c for c in claims if c is not None], [name for _, name in entries]
 
-    def _claim(self, path: str, root: Path) -> Path:
+    def _admissible(self, path: str) -> bool:
+        root = self.upload_dir.resolve()
         real = Path(os.path.realpath(path))
-        target = self.claimed / uuid.uuid4().hex / real.name
-        target.parent.mkdir(parents=True)
-        os.replace(real, target)
-        self._received().discard(path)
-        _remove_inside(real, root)  # its emptied hash folder
+        return (
+            self.received.uses_left(path) > 0
+            and real.is_relative_to(root)
+            and real.is_file()
+            and not real.is_relative_to(root / CLAIMED_FOLDER)
+        )
+
+    def _claim(self, path: str, folder: Path, taken: dict[str, tuple[str, Optional[int]]]) -> Optional[Path]:
+        """A link of the request's own to a received file, taking one use of it; a file named again in the
+        same request beyond its uploads is the same file again (linked, no use taken). None: not received."""
+        given = os.path.abspath(path)
+        if self._admissible(path):
+            self.received.take(path)
+            real = os.path.realpath(path)
+            taken.setdefault(given, (real, _inode(real)))
+        elif given in taken:
+            real = taken[given][0]
+        else:
+            return None
+        target = folder / Path(real).name
+        folder.mkdir(parents=True)
+        _link_or_copy(Path(real), target)
         return target
 
+    def _drop_used(self, taken: dict[str, tuple[str, Optional[int]]]) -> None:
+        """Gradio's files whose every upload is used now leave its folder (not one a new upload of the same
+        file put there meanwhile: another inode)."""
+        root = self.upload_dir.resolve()
+        for given, (real, inode) in taken.items():
+            if self.received.uses_left(given) <= 0 and _inode(real) == inode:
+                self.received.forget(given)
+                _remove_inside(Path(real), root)
+
     def discard(self, paths: Iterable[Any]) -> None:
-        """Delete received or claimed files (and their emptied folders); never touches anything else."""
-        received = self._received()
+        """End claims (and delete received files not used yet); never touches anything else."""
         root = self.upload_dir.resolve()
         for path in paths:
-            given = os.path.abspath(str(path))
-            if Path(given).is_relative_to(self.claimed):
-                _remove_inside(Path(given), self.claimed)
-            for name in {p for p in received if os.path.abspath(p) == given}:
-                received.discard(name)
+            given = Path(os.path.abspath(str(path)))
+            if given.is_relative_to(self.claimed):
+                _remove_inside(given, self.claimed)
+                continue
+            with self.received.lock:
+                names = self.received.forget(str(given))
+            for name in names:
                 _remove_inside(Path(name), root)
 
     def discard_all(self) -> None:
         """At server stop: every received file not yet used, and this server's claims still there."""
-        self.discard(list(self._received()))
+        self.discard(list(self.received))
         _remove_tree(self.claimed)
+
+
+def _count_uploads(blocks: Any, counts: UploadCounts) -> None:
+    """Put the counting set where Gradio's /upload route and its cleanup look for the set of uploads."""
+    original = blocks.upload_file_set
+    blocks.upload_file_set = counts
+    blocks.temp_file_sets = [counts if s is original else s for s in blocks.temp_file_sets]
+
+
+def _name_gradio_refusals(blocks: Any) -> None:
+    """Gradio refuses a FileData (with ``meta``) naming a server path before any handler runs, and the
+    caller reads an empty error; this gives it ours, naming the file."""
+    preprocess = blocks.preprocess_data
+
+    async def preprocess_data(block_fn: Any, inputs: list[Any], state: Any, explicit_call: bool = False) -> Any:
+        try:
+            return await preprocess(block_fn, inputs, state, explicit_call)
+        except InvalidPathError:
+            message = refused(name for _, name in file_entries(_file_dicts(inputs)))
+            log.info("upload refused (by Gradio's check): %s", message)
+            raise gr.Error(message, print_exception=False) from None
+
+    blocks.preprocess_data = preprocess_data
+
+
+def _file_dicts(value: Any) -> list[dict]:
+    """Every dict with a ``path`` inside an event's inputs."""
+    if isinstance(value, dict):
+        return [value] if "path" in value else [d for v in value.values() for d in _file_dicts(v)]
+    if isinstance(value, (list, tuple)):
+        return [d for v in value for d in _file_dicts(v)]
+    return []
+
+
+def _inode(path: str) -> Optional[int]:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _remove_inside(path: Path, root: Path) -> None:

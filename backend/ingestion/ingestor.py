@@ -24,7 +24,7 @@ from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
 from backend.ingestion.read_ahead import PageReader, ReadAhead
-from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256
+from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256, keep_apart
 from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
 from backend.settings import Settings
 from backend.store.base import ChunkRow
@@ -82,6 +82,9 @@ class _Upload:
     def is_waiting_for(self, item: UploadItem, sha: str = "") -> bool:
         """A waiting document of this name or content: it must be finished before this file is judged."""
         return any(job.item.name == item.name or (sha and job.sha == sha) for job in self.waiting)
+
+    def stored(self, name: str) -> bool:
+        return any(r is not None and r.file == name and r.status in ("indexed", "replaced") for r in self.results)
 
 
 class Ingestor:
@@ -162,6 +165,8 @@ class Ingestor:
         # A file read ahead already has its digest and page count: no need to read or open it again.
         job.page_count = reader.page_count if reader is not None else inspect_pdf(item.path, self.settings)
         job.previous = kb.registry.document_by_file(item.name)
+        if job.previous is not None and keep_apart(item, upload.stored(item.name), kb.registry.has_file):
+            job.previous = None
         job.doc_id = job.sha[:32]
         kb.begin_document(job.doc_id, item.name, job.sha)
         try:
@@ -415,7 +420,7 @@ def _no_text_reason(job: _Job) -> str:
 
 def _notes(job: _Job, replaced: Optional[DocumentInfo]) -> Optional[str]:
     """What the user must know about a stored document: what it replaced, and pages not (fully) read."""
-    notes = []
+    notes = [job.item.kept_apart] if job.item.kept_apart else []
     if replaced is not None:
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(replaced.created_at))
         notes.append(f"replaced {replaced.file} (a different file: {replaced.pages} pages, indexed {when})")

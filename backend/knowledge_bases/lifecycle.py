@@ -157,6 +157,7 @@ class KnowledgeBases:
         collection = names.collection_name(clean)
         if self.store.has_collection(collection):
             raise KnowledgeBaseError(f"knowledge base '{clean}' already exists")
+        self._check_distinct(clean, f"cannot create '{clean}'")
         model, dim = self._embedding_signature()
         self._discard_stale_folder(collection)
         self.store.create_collection(collection, dim, model)
@@ -172,6 +173,7 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"knowledge base '{source.name}' already has that name")
         if self.store.has_collection(target):
             raise KnowledgeBaseError(f"cannot rename '{source.name}': knowledge base '{target_name}' already exists")
+        self._check_distinct(target_name, f"cannot rename '{source.name}' to '{target_name}'", source.collection)
         self._discard_stale_folder(target)
         self.store.rename_collection(source.collection, target)
         with self._guard:
@@ -195,6 +197,18 @@ class KnowledgeBases:
                 shutil.rmtree(kb.folder, ignore_errors=True)
                 self._uses.pop(kb.collection, None)  # a new knowledge base of that name starts afresh
         log.info("deleted knowledge base %r", kb.name)
+
+    def _check_distinct(self, name: str, refused: str, renamed: str = "") -> None:
+        """Refuse a name that differs from another knowledge base's only in case (or width): the two could
+        not be told apart in a list. ``renamed``: the collection being renamed, which may change its case."""
+        key = names.name_key(name)
+        for info in self.store.list_collections():
+            other = names.display_name(info.name)
+            if other is not None and info.name != renamed and names.name_key(other) == key:
+                raise KnowledgeBaseError(
+                    f"{refused}: knowledge base '{other}' already exists, and names that differ only in case "
+                    f"(or in the width of their characters) are not told apart; choose another name"
+                )
 
     def _discard_stale_folder(self, collection: str) -> None:
         """A folder without a collection is a leftover (e.g. a crash during delete): never reuse its data."""

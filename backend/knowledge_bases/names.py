@@ -40,6 +40,12 @@ def validate_name(name: str) -> str:
     return clean
 
 
+def name_key(name: str) -> str:
+    """What two names that look the same in a list share: "Papers", "papers" and "Ｐａｐｅｒｓ" (full width) have
+    one key. Knowledge bases are kept under distinct keys; the collection name keeps the exact name."""
+    return unicodedata.normalize("NFKC", normalize_name(name)).casefold()
+
+
 def collection_name_unchecked(name: str) -> str:
     return COLLECTION_PREFIX + name.encode("utf-8").hex()
 

@@ -106,6 +106,9 @@ class Registry:
             ).fetchone()
         return _document(row) if row else None
 
+    def has_file(self, file: str) -> bool:
+        return self.document_by_file(file) is not None
+
     def document_by_sha(self, sha256: str) -> Optional[DocumentInfo]:
         with self._db() as db:
             row = db.execute("SELECT * FROM documents WHERE sha256=? AND status=?", (sha256, COMPLETE)).fetchone()

@@ -5,7 +5,9 @@ client's: replies are bounded, because an endpoint that ignores ``max_tokens`` m
 A plain reply is read up to a size derived from ``max_tokens`` and must be complete within
 ``llm.timeout``; a stream stops at the same deadline and at a character limit. A stream that ends
 early (deadline, size, ``max_tokens``, or a connection closed before the model said it had finished)
-raises :class:`LLMCutOff` after the text it sent, so the answer can be marked as cut off.
+raises :class:`LLMCutOff` after the text it sent, so the answer can be marked as cut off; so does a stream
+that stops sending (or fails) after its first text: only a stream with no text yet fails. Every reply is
+scrubbed of the configured secrets (a stream piece by piece) before anyone sees it.
 """
 
 from __future__ import annotations
@@ -23,18 +25,31 @@ import openai
 
 from backend.errors import LLMError
 from backend.llm.rate_limiter import RateLimiter
-from backend.llm.transport import Endpoint, Failure, not_openai_message, read_capped
+from backend.llm.transport import (
+    CappedBody,
+    Endpoint,
+    Failure,
+    ReplyLimitExceeded,
+    StreamScrubber,
+    cap_body,
+    not_openai_message,
+    read_capped,
+    too_large,
+)
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
 
 NOT_CONFIGURED_MESSAGE = "no language model is configured (set llm.base_url and llm.model)"
+CLOSED_EARLY = "the connection closed before the model finished"
 # A token is a few characters; these bounds are generous for any tokenizer and any JSON escaping, and
 # still stop a reply of megabytes from an endpoint that ignores max_tokens.
 REPLY_BASE_BYTES = 64 * 1024
 REPLY_BYTES_PER_TOKEN = 128
 STREAM_BASE_CHARS = 4096
 STREAM_CHARS_PER_TOKEN = 16
+STREAM_BASE_BYTES = 256 * 1024  # the events around the text: a few hundred bytes each
+STREAM_BYTES_PER_TOKEN = 512
 
 
 class LLMStatusError(LLMError):
@@ -61,6 +76,17 @@ def reply_byte_limit(max_tokens: int) -> int:
 def stream_char_limit(max_tokens: int) -> int:
     """The most characters of text taken from a stream for a request of ``max_tokens``."""
     return STREAM_BASE_CHARS + STREAM_CHARS_PER_TOKEN * max(1, max_tokens)
+
+
+def stream_byte_limit(max_tokens: int) -> int:
+    """The most bytes of a stream (events included) read for a request of ``max_tokens``."""
+    return STREAM_BASE_BYTES + STREAM_BYTES_PER_TOKEN * max(1, max_tokens)
+
+
+def configured_secrets(settings: Settings) -> tuple[str, ...]:
+    """Every secret of the settings but the logins: none may come back through a model's reply."""
+    fields = (settings.llm.api_key, settings.embedding.api_key, settings.milvus.token, settings.ocr.api_token)
+    return tuple(secret.get_secret_value() for secret in fields if secret is not None)
 
 
 # ---------------------------------------------------------------- images
@@ -106,7 +132,8 @@ class _StreamState:
     chars: int = 0
     finish_reason: Optional[str] = None
     cut: str = ""  # why we stopped reading early
-    error: Optional[openai.APIError] = None
+    error: Optional[Exception] = None  # an openai.APIError, or ReplyLimitExceeded
+    body: Optional[CappedBody] = None
 
     @property
     def started(self) -> bool:
@@ -132,6 +159,7 @@ class LLMClient:
             max_retries=llm.max_retries,
             error=LLMStatusError,
             backoff_base=backoff_base,
+            other_secrets=configured_secrets(settings),
         )
 
     # ------------------------------------------------------------ configuration
@@ -190,26 +218,25 @@ class LLMClient:
         stops early raises LLMCutOff after its text."""
         endpoint = self._ready_endpoint()
         params = self._params(messages, opts, stream=True)
-        model, timeout = str(params["model"]), float(params["timeout"])
+        model, timeout, max_tokens = str(params["model"]), float(params["timeout"]), int(params["max_tokens"])
         attempt = 0
         while True:
-            state = _StreamState(stream_char_limit(int(params["max_tokens"])), timeout)
+            state = _StreamState(stream_char_limit(max_tokens), timeout)
 
             def send(client: openai.OpenAI) -> Any:
                 state.started_at = time.monotonic()  # noqa: B023 - called in this iteration only
-                return client.chat.completions.create(**params)
+                stream = client.chat.completions.create(**params)
+                state.body = cap_body(stream.response, stream_byte_limit(max_tokens))  # noqa: B023
+                return stream
 
             stream = endpoint.call(send, model=model, timeout=timeout, success_now=False)
-            try:
-                yield from _deltas(stream, state)
-            finally:
-                stream.close()
-            failure = self._stream_failure(state, model)
+            yield from _scrubbed(_deltas(stream, state), endpoint.stream_scrubber(), stream)
+            failure = self._stream_failure(state, model, max_tokens)
             if failure is None:
                 endpoint.limiter.on_success()
-                self._raise_if_cut_off(state, int(params["max_tokens"]))
+                self._raise_if_cut_off(state, max_tokens)
                 return
-            endpoint.retry_or_raise(failure, attempt, may_retry=not state.started)
+            endpoint.retry_or_raise(failure, attempt)
             attempt += 1
 
     def vision(self, prompt: str, image_bytes: bytes, mime: str, *, system: Optional[str] = None, **opts: Any) -> str:
@@ -265,25 +292,43 @@ class LLMClient:
             raise LLMStatusError(not_openai_message(self.base_url))
         message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
         content = message.get("content") if isinstance(message, dict) else None
-        return content if isinstance(content, str) else ""
+        return self.endpoint.scrub(content) if isinstance(content, str) else ""
 
-    def _stream_failure(self, state: _StreamState, model: str) -> Optional[Failure]:
-        """Why this attempt failed as a whole (None: it delivered, perhaps cut off)."""
+    def _stream_failure(self, state: _StreamState, model: str, max_tokens: int) -> Optional[Failure]:
+        """Why this attempt failed as a whole (None: it delivered, perhaps cut off). Once text arrived a
+        failure only cuts the reply off: the text is kept."""
         where = self.endpoint.where
+        if state.started:
+            if state.error is not None:
+                state.cut = self._cut_reason(state.error, model)
+            return None
         if state.error is not None:
             return self.endpoint.describe(state.error, model=model, timeout=state.timeout)
-        if state.started or state.finish_reason is not None:
+        if state.finish_reason is not None:
             return None
         if state.cut:  # the deadline passed before any text
             return Failure(f"{where} timed out after {state.timeout:g} s", None, retryable=False)
+        plain_limit = reply_byte_limit(max_tokens)
+        if state.body is not None and state.body.received > plain_limit:  # a plain reply, and a huge one
+            return Failure(f"{where} {too_large(plain_limit)}", None, retryable=False)
         if state.chunks == 0:
             return Failure(not_openai_message(self.base_url), None, retryable=False)
         return Failure(f"{where} closed the stream before the reply began", None, retryable=True)
 
+    def _cut_reason(self, error: Exception, model: str) -> str:
+        """Why a stream that had begun stopped early, as the end of "the reply ... was cut off: ..."."""
+        if isinstance(error, openai.APITimeoutError):
+            return f"nothing more arrived within {self.timeout:g} s (llm.timeout)"
+        if isinstance(error, openai.APIConnectionError):
+            return CLOSED_EARLY
+        if isinstance(error, ReplyLimitExceeded):
+            return f"it {error}"
+        return self.endpoint.describe(error, model=model, timeout=self.timeout).message
+
     def _raise_if_cut_off(self, state: _StreamState, max_tokens: int) -> None:
         reason = state.cut
         if not reason and state.finish_reason is None:
-            reason = "the connection closed before the model finished"
+            reason = CLOSED_EARLY
         elif not reason and state.finish_reason == "length":
             reason = f"it reached the {max_tokens}-token limit (llm.max_tokens)"
         if reason:
@@ -291,6 +336,20 @@ class LLMClient:
                 "Streamed reply from %s cut off after %d characters: %s", self.endpoint.where, state.chars, reason
             )
             raise LLMCutOff(self.endpoint.where, reason)
+
+
+def _scrubbed(deltas: Iterator[str], scrubber: StreamScrubber, stream: Any) -> Iterator[str]:
+    """The deltas without secrets (a delta may come out a word later); the stream is closed at the end."""
+    try:
+        for delta in deltas:
+            clean = scrubber.feed(delta)
+            if clean:
+                yield clean
+    finally:
+        stream.close()
+    rest = scrubber.flush()
+    if rest:
+        yield rest
 
 
 def _deltas(stream: Any, state: _StreamState) -> Iterator[str]:
@@ -312,7 +371,7 @@ def _deltas(stream: Any, state: _StreamState) -> Iterator[str]:
             if time.monotonic() > state.deadline:
                 state.cut = f"it took longer than {state.timeout:g} s (llm.timeout)"
                 return
-    except openai.APIError as exc:
+    except (openai.APIError, ReplyLimitExceeded) as exc:
         state.error = exc
 
 

@@ -7,9 +7,11 @@ It builds the SDK client (the SDK's own retries off), paces every request throug
 - 5xx, error events and dropped connections back off exponentially with jitter;
 - 401/403, 404, other 4xx, timeouts and refused connections fail at once with a message the user can act on.
 
-The API key never appears in a message, a log line or an exception: every text is scrubbed of it, of
-bearer tokens and of ``sk-`` keys, and errors are raised outside ``except`` blocks so the SDK's exception
-(which holds the request and its Authorization header) is not chained to ours.
+The API key (and the other configured secrets) never appears in a message, a reply, a log line or an
+exception: error bodies and the model's replies are scrubbed of them, of bearer tokens and of ``sk-`` keys
+(a streamed reply piece by piece, ``StreamScrubber``, so a key split across pieces is caught too), and
+errors are raised outside ``except`` blocks so the SDK's exception (which holds the request and its
+Authorization header) is not chained to ours. A reply is read up to a size limit, a stream too (``CappedBody``).
 """
 
 from __future__ import annotations
@@ -18,10 +20,11 @@ import email.utils
 import logging
 import random
 import re
+import string
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
 import httpx2
 import openai
@@ -47,12 +50,70 @@ _BEARER = re.compile(r"(?i)(bearer\s+)[A-Za-z0-9._~+/=\-]+")
 _SK_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{6,}")
 
 
+MIN_SECRET_CHARS = 4  # a shorter "secret" would scrub ordinary words
+# What a bearer token or a key is made of, and "Bearer " before one: the end of a streamed text made of
+# these may be the start of a secret and is held back until more comes.
+_TOKEN_CHARS = frozenset(string.ascii_letters + string.digits + "._~+/=-")
+_BEARER_BEFORE = re.compile(r"(?i)bearer\s+$")
+MAX_HELD_CHARS = 256  # a longer run of token characters is let through, all but its last part
+
+
 def scrub(text: str, *secrets: Optional[str]) -> str:
     """Remove the given secrets and anything that looks like a bearer token or an sk- key."""
     for secret in secrets:
-        if secret and len(secret) >= 4:
+        if secret and len(secret) >= MIN_SECRET_CHARS:
             text = text.replace(secret, "***")
     return _SK_KEY.sub("sk-***", _BEARER.sub(r"\1***", text))
+
+
+class StreamScrubber:
+    """``scrub`` for a text that arrives in pieces (a streamed reply): a secret split across pieces is
+    still caught, because the end of what arrived that could be the start of one is held back until the
+    next piece shows what it was (or ``flush`` ends the text)."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        self._secrets = tuple(s for s in secrets if s and len(s) >= MIN_SECRET_CHARS)
+        self._held = ""
+        self._max_held = max([MAX_HELD_CHARS, *(len(s) + 16 for s in self._secrets)])
+
+    def feed(self, piece: str) -> str:
+        """The scrubbed text that is safe to pass on now."""
+        text = self._held + piece
+        keep = min(self._max_held, max(self._token_tail(text), self._secret_start(text)))
+        cut = self._before_secrets(text, len(text) - keep)
+        self._held = text[cut:]
+        return scrub(text[:cut], *self._secrets)
+
+    def flush(self) -> str:
+        """The rest, at the end of the text; a key cut off at the very end is scrubbed too."""
+        text, self._held = self._held, ""
+        start = self._secret_start(text)
+        if start >= MIN_SECRET_CHARS:
+            return scrub(text[: len(text) - start], *self._secrets) + "***"
+        return scrub(text, *self._secrets)
+
+    def _before_secrets(self, text: str, cut: int) -> int:
+        """``cut``, moved back to the start of a secret that would straddle it."""
+        for secret in self._secrets:
+            found = text.find(secret, max(0, cut - len(secret) + 1))
+            if 0 <= found < cut < found + len(secret):
+                cut = found
+        return cut
+
+    def _token_tail(self, text: str) -> int:
+        """The length of the run of token characters ending ``text`` (with a "Bearer " before it)."""
+        start, floor = len(text), max(0, len(text) - self._max_held)
+        while start > floor and text[start - 1] in _TOKEN_CHARS:
+            start -= 1
+        bearer = _BEARER_BEFORE.search(text[max(0, start - 16) : start])
+        return len(text) - start + (len(bearer.group(0)) if bearer else 0)
+
+    def _secret_start(self, text: str) -> int:
+        """The length of the longest end of ``text`` that begins one of the secrets."""
+        for size in range(min(len(text), max((len(s) - 1 for s in self._secrets), default=0)), 0, -1):
+            if any(s.startswith(text[-size:]) for s in self._secrets):
+                return size
+        return 0
 
 
 def not_openai_message(base_url: str, setting: str = "llm.base_url") -> str:
@@ -104,6 +165,39 @@ class ReplyLimitExceeded(Exception):
     """A reply broke a size or time limit; the message completes "<the endpoint> ..."."""
 
 
+def too_large(max_bytes: int) -> str:
+    return f"sent a reply larger than {max_bytes // 1024} KB (does it ignore max_tokens?)"
+
+
+class CappedBody(httpx2.SyncByteStream):
+    """A streamed response body that stops with ReplyLimitExceeded once more than ``max_bytes`` came: the
+    SDK decodes a stream as it arrives and keeps an event whole, so a body of megabytes without an event
+    break would otherwise be held in memory and read to its end."""
+
+    def __init__(self, inner: httpx2.SyncByteStream, max_bytes: int) -> None:
+        self._inner = inner
+        self.max_bytes = max_bytes
+        self.received = 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self._inner:
+            self.received += len(part)
+            if self.received > self.max_bytes:
+                raise ReplyLimitExceeded(too_large(self.max_bytes))
+            yield part
+
+    def close(self) -> None:
+        self._inner.close()
+
+
+def cap_body(response: httpx2.Response, max_bytes: int) -> Optional[CappedBody]:
+    """Cap the body of a response not read yet (a stream); None if it is not a synchronous stream."""
+    if not isinstance(response.stream, httpx2.SyncByteStream):
+        return None
+    response.stream = body = CappedBody(response.stream, max_bytes)
+    return body
+
+
 def read_capped(response: httpx2.Response, max_bytes: int, deadline: float, timeout: float) -> bytes:
     """A reply body of at most ``max_bytes``, complete before the monotonic ``deadline``.
 
@@ -114,9 +208,7 @@ def read_capped(response: httpx2.Response, max_bytes: int, deadline: float, time
         for chunk in response.iter_bytes():
             size += len(chunk)
             if size > max_bytes:
-                raise ReplyLimitExceeded(
-                    f"sent a reply larger than {max_bytes // 1024} KB (does it ignore max_tokens?)"
-                )
+                raise ReplyLimitExceeded(too_large(max_bytes))
             if time.monotonic() > deadline:
                 raise ReplyLimitExceeded(f"took longer than {timeout:g} s to send its reply")
             parts.append(chunk)
@@ -184,6 +276,7 @@ class Endpoint:
         key_variable: str = "DOCLENS_LLM_API_KEY",
         qps_setting: str = "llm.qps",
         backoff_base: float = 0.5,
+        other_secrets: Sequence[str] = (),
     ) -> None:
         self.base_url = base_url.strip().rstrip("/")
         self.timeout = timeout
@@ -192,6 +285,7 @@ class Endpoint:
         self.backoff_base = backoff_base
         self.where = f"the {what} {self.base_url}"
         self._api_key = api_key.strip()
+        self.secrets = (self._api_key, *other_secrets)  # scrubbed from every message and every reply
         self._error = error
         self._key_variable = key_variable
         self._qps_setting = qps_setting
@@ -221,7 +315,10 @@ class Endpoint:
             client.close()
 
     def scrub(self, text: str) -> str:
-        return scrub(text, self._api_key)
+        return scrub(text, *self.secrets)
+
+    def stream_scrubber(self) -> StreamScrubber:
+        return StreamScrubber(self.secrets)
 
     def error(self, message: str, status: Optional[int] = None) -> Exception:
         return self._error(self.scrub(message), status)

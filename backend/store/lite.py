@@ -18,6 +18,18 @@ with warnings.catch_warnings():  # milvus-lite 2.5 imports pkg_resources, which 
         import milvus_lite  # noqa: F401
 
 
+class _NoRenameInLite(logging.Filter):
+    """Milvus Lite (a file, or served over TCP) has no rename: pymilvus logs that answer as an ERROR with a
+    traceback, while ``MilvusStore.rename_collection`` copies the collection instead and succeeds."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("[rename_collections]" in message and "UNIMPLEMENTED" in message)
+
+
+logging.getLogger("pymilvus.decorators").addFilter(_NoRenameInLite())
+
+
 def made_by_lite3(store: Path) -> bool:
     """A Lite 3.x store is a folder; Lite 2.5 makes a file (a missing store is a new one)."""
     return store.is_dir()

@@ -202,11 +202,12 @@ class MilvusStore(VectorStore):
 
     def rename_collection(self, old: str, new: str) -> None:
         self._known.forget()
+        rename = self._copy_collection if self._embedded_2x else self._client.rename_collection  # Lite 2.x: none
         try:
-            self._client.rename_collection(old, new)
+            rename(old, new)
         except MilvusException as exc:
             raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {_short(exc)}") from None
-        except grpc.RpcError as exc:  # Milvus Lite 2.5 has no rename: copy the rows instead
+        except grpc.RpcError as exc:  # UNIMPLEMENTED: Milvus Lite served over TCP (its log line: lite.py)
             if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
                 raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {exc.code()}") from None
             self._copy_collection(old, new)
@@ -282,10 +283,9 @@ class MilvusStore(VectorStore):
         log.info("collection %s: dense index %s replaced by %s", name, index.get("index_type"), LITE_2X_INDEX)
 
     def seal(self, name: str) -> None:
-        """After an upload: move the rows from the write buffer into a sealed, indexed segment.
-
-        Milvus Lite keeps rows in memory until 128 MB (~45k chunks) and searches them by brute force
-        until then; a server seals on its own schedule. Then build what the first search would build."""
+        """After an upload: move the rows from the write buffer into a sealed, indexed segment (Milvus Lite
+        keeps rows in memory until 128 MB, ~45k chunks, searched by brute force until then; a server seals
+        on its own schedule), then build what the first search would build."""
         self.load(name)
         self._call(f"flush {name}", self._client.flush, name)
         self.warm(name)

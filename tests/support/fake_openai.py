@@ -16,6 +16,8 @@ POST /_fake/hang {"seconds": 5}, POST /_fake/drip {"delay": 0.5} (slow chunks),
 POST /_fake/cut {"after_chunks": 2} (a stream that stops mid-way), POST /_fake/reply {"text": "..."}
 (queued replies), POST /_fake/reset, GET /_fake/requests (the recorded requests as JSON).
 
+A reply may echo a request header: ``{header:Authorization}`` in its text becomes the header's value.
+
 Served: POST /v1/chat/completions (plain and ``stream: true`` as SSE ending in ``data: [DONE]``),
 POST /v1/embeddings (deterministic vectors from a hash of each text), GET /v1/models.
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import re
 import struct
 import time
 from dataclasses import asdict
@@ -59,7 +60,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(fault.status, fault.body, fault.headers)
             return
         if self.path == "/v1/chat/completions":
-            self._chat(body or {}, fault)
+            self._chat(body or {}, fault, request)
         elif self.path == "/v1/embeddings":
             self._embeddings(body or {})
         else:
@@ -98,8 +99,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------ endpoints
 
-    def _chat(self, body: dict[str, Any], fault: Optional[Fault]) -> None:
-        text = self.fake.reply_for(body)
+    def _chat(self, body: dict[str, Any], fault: Optional[Fault], request: RecordedRequest) -> None:
+        text = _echo_headers(self.fake.reply_for(body), request)
         model = body.get("model", "fake-chat")
         if body.get("stream"):
             self._stream_chat(text, model, fault)
@@ -247,6 +248,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake.wait(delay)
             if self.fake._stopping.is_set():
                 return
+
+
+def _echo_headers(text: str, request: RecordedRequest) -> str:
+    """``{header:Authorization}`` in a reply becomes that request header's value: an endpoint that
+    echoes what it was sent."""
+    return re.sub(r"\{header:([A-Za-z0-9-]+)\}", lambda m: request.header(m.group(1)) or "", text)
 
 
 def _chunk(model: str, delta: dict[str, Any], finish_reason: Optional[str] = None) -> dict[str, Any]:

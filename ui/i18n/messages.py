@@ -49,8 +49,18 @@ _ERRORS_ZH: list[tuple[re.Pattern[str], str]] = [
         ),
         (r"^no PDF files found in (?P<a>.*)$", "在 {a} 中没有找到 PDF 文件"),
         (
-            r"^a file was not received by this server's upload: .*$",
-            "有文件不是经由本服务器的上传接收的：请通过页面或 gradio_client.handle_file 上传 PDF",
+            r"^(?P<a>.*): a file was not received by this server's upload: .*$",
+            "{a}：不是经由本服务器的上传接收的文件：请通过页面或 gradio_client.handle_file 上传 PDF",
+        ),
+        (
+            r"^cannot create '(?P<a>.*)': knowledge base '(?P<b>.*)' already exists, and names that differ only in "
+            r"case .*$",
+            "无法创建“{a}”：知识库“{b}”已存在，仅大小写（或全角半角）不同的名称无法区分；请换一个名称",
+        ),
+        (
+            r"^cannot rename '(?P<a>.*)' to '(?P<c>.*)': knowledge base '(?P<b>.*)' already exists, and names that "
+            r"differ only in case .*$",
+            "无法将“{a}”重命名为“{c}”：知识库“{b}”已存在，仅大小写（或全角半角）不同的名称无法区分；请换一个名称",
         ),
         (r"^QA file not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到问答文件：{a}"),
         (r"^PDF folder not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到 PDF 文件夹：{a}"),

@@ -225,14 +225,22 @@ class KBHandlers:
 
     # -- upload ---------------------------------------------------------------------------------
 
+    @shows_errors(
+        "add the documents", outputs=lambda line, **_: (warning_md(line), gr.skip(), gr.skip(), gr.skip(), gr.skip())
+    )
     def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
         browser id (made here on a browser's first upload). Runs with preprocess=False: ``files`` are
-        FileData dicts, which carry the user's original names. The chosen files stay in the box unless the
-        job was accepted."""
+        FileData dicts, which carry the user's original names. The chosen files stay in the box (and still
+        usable) unless the job was accepted."""
         lang = lang_of(request)
         if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        browser = browser or new_browser_id()
+        owner = user_key(request, browser)
+        running = self.jobs.get(owner, kb)
+        if running is not None and running.running:  # checked before the files are used up
+            return warning_md(upload_runs_already(lang)), gr.skip(), gr.skip(), gr.skip(), browser
         try:
             paths, names = self.uploads.admit(files)
         except UploadRefused as exc:
@@ -246,22 +254,10 @@ class KBHandlers:
                 gr.skip(),
                 gr.skip(),
             )
-        browser = browser or new_browser_id()
-        job = self.jobs.start(user_key(request, browser), kb, paths, names)
-        if job is None:
-            return (
-                warning_md(
-                    text(
-                        lang,
-                        "An upload into this knowledge base is already running; wait for it or cancel it.",
-                        "此知识库已有上传在进行；请等待或取消。",
-                    )
-                ),
-                gr.skip(),
-                gr.skip(),
-                gr.skip(),
-                browser,
-            )
+        job = self.jobs.start(owner, kb, paths, names)
+        if job is None:  # started meanwhile by the same browser: this request's claim ends here
+            self.uploads.discard(paths)
+            return warning_md(upload_runs_already(lang)), gr.skip(), gr.skip(), None, browser
         return job_progress_html(job, lang, self.model_preparing), gr.skip(), gr.update(active=True), None, browser
 
     def poll(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
@@ -376,6 +372,14 @@ def another_upload_runs(lang: str) -> str:
         lang,
         "An upload started in another browser is running in this knowledge base; only that browser can cancel it.",
         "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。",
+    )
+
+
+def upload_runs_already(lang: str) -> str:
+    return text(
+        lang,
+        "An upload into this knowledge base is already running; wait for it or cancel it.",
+        "此知识库已有上传在进行；请等待或取消。",
     )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 from typing import Optional
+from urllib.parse import urlsplit, urlunsplit
 
 import gradio as gr
 from pydantic import SecretStr
@@ -44,6 +45,15 @@ SESSION_NOTE = (
 
 def key_status(secret: Optional[SecretStr], lang: str = "en") -> str:
     return text(lang, "set", "已设置") if secret and secret.get_secret_value() else text(lang, "not set", "未设置")
+
+
+def shown_milvus_uri(settings: Settings, lang: str = "en") -> str:
+    """What the page says about the store: never a path on the server (Gradio sends every field's first
+    value to anyone who opens the page), and never a login inside a server URL."""
+    if settings.is_milvus_lite:
+        return text(lang, "embedded Milvus Lite (in the data folder)", "内置 Milvus Lite（在数据目录中）")
+    parts = urlsplit(settings.milvus_uri)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
 
 def bound_key(typed: str, current: Optional[SecretStr], old_url: str, new_url: str) -> Optional[SecretStr]:
@@ -91,7 +101,7 @@ class SettingsHandlers:
             s.embedding.base_url,
             key_status(s.embedding.api_key, lang),
             s.ocr.engine,
-            s.milvus_uri,
+            shown_milvus_uri(s, lang),
             llm.timeout,
         )
 

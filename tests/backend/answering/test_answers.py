@@ -59,11 +59,29 @@ def test_extractive_answer_when_the_endpoint_is_down(tmp_path: Path) -> None:
     assert "sk-answering-test-key" not in answer.answer
 
 
-def test_model_failure_mid_answer_becomes_extractive(tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_a_stream_that_stalls_mid_answer_keeps_what_arrived(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Issue 31 item 5: three chunks, then silence past llm.timeout: the answer is those chunks, ending in
+    "…", and says it was cut off; only a stall before any text falls back to quoting passages."""
     client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_TIMEOUT="1")
-    fake.hang_next(4, after_chunks=1)
+    fake.queue_reply("DocLens basalt answer from the sources [1], continued at some length.")
+    fake.hang_next(4, after_chunks=3)
+    answer = final_answer(list(answer_stream(client, "What is attention?", SOURCES, 40.0)))
+    assert answer.mode == "llm" and answer.answer == "DocLens basalt answer from the sourc …"
+    assert answer.notice.startswith(
+        "The model's answer was cut off (nothing more arrived within 1 s (llm.timeout)), so it may be incomplete."
+    )
+    fake.hang_next(4, after_chunks=0)
     answer = final_answer(list(answer_stream(client, "What is attention?", SOURCES, 40.0)))
     assert answer.mode == "extractive" and "timed out" in answer.notice
+
+
+def test_an_oversized_reply_is_named_in_the_notice(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Issue 31 item 6: the notice gives the real reason (a reply larger than the limit)."""
+    client = make_client(tmp_path, fake.base_url)
+    fake.fail_next(200, body={"choices": [{"message": {"role": "assistant", "content": "x" * 3_000_000}}]})
+    answer = final_answer(list(answer_stream(client, "What is attention?", SOURCES, 40.0)))
+    assert answer.mode == "extractive" and "sent a reply larger than" in answer.notice, answer.notice
+    assert "OpenAI-compatible" not in answer.notice
 
 
 def test_a_stream_cut_off_mid_way_is_marked_and_the_user_is_told(tmp_path: Path, fake: FakeOpenAI) -> None:

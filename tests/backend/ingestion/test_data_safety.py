@@ -27,6 +27,7 @@ from tests.backend.ingestion.support import (
 )
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
+from tests.support.text_pdf import write_text_pdf
 
 NATIVE_20P = LAYOUT / "native_zh_en_20p.pdf"
 
@@ -75,6 +76,45 @@ def test_a_backslash_is_part_of_the_name_not_a_folder(service, kb):
     assert second.file == "old\\report.pdf"
     assert sorted(d.file for d in service.documents(kb)) == ["old\\report.pdf", "report.pdf"]
     assert {s.file for s in service.search(kb, "物理公式", doc="report.pdf").sources} == {"report.pdf"}
+    assert_consistent(service, kb)
+
+
+def one_page(folder: Path, word: str) -> Path:
+    """A small PDF of its own content: a different word, a different file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_text_pdf(folder / f"{word}.pdf", [[f"DocLens {word} sample: a page about {word} rock."]])
+
+
+def test_two_different_files_of_one_name_in_one_upload_are_both_kept(service, kb, tmp_path):
+    """Issue 31 item 3: 2023/report.pdf and 2024/report.pdf of a folder arrive as report.pdf twice. The
+    second is not an update of the first: it is kept as "report (2).pdf" and says why."""
+    files = [one_page(tmp_path, word) for word in ("basalt", "granite", "gabbro")]
+    results = service.ingest(kb, files, display_names=["report.pdf"] * 3)
+    assert [(r.status, r.file) for r in results] == [
+        ("indexed", "report.pdf"),
+        ("indexed", "report (2).pdf"),
+        ("indexed", "report (3).pdf"),
+    ], [r.error for r in results]
+    assert results[0].error is None
+    assert results[1].error.startswith("report (2).pdf: another file of this upload is called 'report.pdf' too")
+    assert sorted(d.file for d in service.documents(kb)) == ["report (2).pdf", "report (3).pdf", "report.pdf"]
+    assert_consistent(service, kb)
+
+
+def test_a_changed_file_replaces_its_name_unless_the_name_may_be_cut(service, kb, tmp_path):
+    """The rule (backend/ingestion/uploads.py): a different file under a stored name is its update and
+    replaces it, except for a name gradio_client may have cut to 200 bytes: then both are kept."""
+    basalt, granite, gabbro, diorite = (one_page(tmp_path, w) for w in ("basalt", "granite", "gabbro", "diorite"))
+    assert service.ingest(kb, [basalt], display_names=["notes.pdf"])[0].status == "indexed"
+    updated = service.ingest(kb, [granite], display_names=["notes.pdf"])[0]
+    assert (updated.status, updated.file) == ("replaced", "notes.pdf"), updated.error
+    cut = "数据" * 32 + "x" * 4 + ".pdf"  # 200 bytes, as gradio_client leaves a longer name
+    assert len(cut.encode()) == 200
+    assert service.ingest(kb, [gabbro], display_names=[cut])[0].status == "indexed"
+    second = service.ingest(kb, [diorite], display_names=[cut])[0]
+    assert (second.status, second.file) == ("indexed", cut[: -len(".pdf")] + " (2).pdf"), second.error
+    assert f"already indexed as '{cut}'" in second.error and "200 bytes" in second.error
+    assert sorted(d.file for d in service.documents(kb)) == sorted(["notes.pdf", cut, second.file])
     assert_consistent(service, kb)
 
 

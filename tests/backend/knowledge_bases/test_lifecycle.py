@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -59,6 +60,23 @@ def test_names_are_trimmed_and_validated(service):
         service.rename_kb("padded", "other")
     with pytest.raises(KnowledgeBaseError, match="does not exist"):
         service.delete_kb("missing")
+
+
+def test_names_that_differ_only_in_case_are_refused(service, caplog):
+    """Issue 26 item 15 / issue 31 item 8: "Papers" and "papers" (or a full-width "Ｐａｐｅｒｓ") would be two
+    knowledge bases nobody can tell apart in a list: creating or renaming to one is refused, naming the
+    one that exists; changing only the case of a name is a rename like any other, and logs no error."""
+    service.create_kb("Papers")
+    service.create_kb("Notes")
+    for taken in ("papers", "PAPERS", "Ｐａｐｅｒｓ"):
+        with pytest.raises(KnowledgeBaseError, match="'Papers' already exists.*only in case"):
+            service.create_kb(taken)
+        with pytest.raises(KnowledgeBaseError, match="'Papers' already exists.*only in case"):
+            service.rename_kb("Notes", taken)
+    caplog.clear()
+    assert service.rename_kb("Papers", "papers").name == "papers"
+    assert sorted(kb.name for kb in service.list_kbs()) == ["Notes", "papers"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING], caplog.text
 
 
 def test_a_new_process_sees_the_same_kbs(settings):

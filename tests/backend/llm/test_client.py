@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from pathlib import Path
@@ -16,6 +17,7 @@ from tests.support.fake_openai import FakeOpenAI, default_reply, images_in
 
 API_KEY = "sk-test-secret-0123456789"
 HELLO = [{"role": "user", "content": "hello there"}]
+LONG_REPLY = "DocLens basalt answer from the sources, written slowly and at length. " * 4  # 24 chunks
 
 
 @pytest.fixture
@@ -132,20 +134,21 @@ def test_stream_retries_before_the_first_token(tmp_path: Path, fake: FakeOpenAI)
     assert len(fake.chat_requests()) == 2
 
 
-def test_stream_is_not_retried_after_the_first_token(tmp_path: Path, fake: FakeOpenAI) -> None:
+def test_a_stream_that_stalls_after_its_first_tokens_is_cut_off_not_failed(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Issue 31 item 5: three chunks, then silence past llm.timeout. What arrived is the reply so far: the
+    stream ends with LLMCutOff (the answer keeps it), not a failure that throws it away; never retried."""
     client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_TIMEOUT="1")
-    fake.hang_next(5, after_chunks=1)
+    fake.queue_reply(LONG_REPLY)
+    fake.hang_next(5, after_chunks=3)
     received: list[str] = []
-    with pytest.raises(LLMError, match="timed out"):
+    with pytest.raises(LLMCutOff, match=r"cut off: nothing more arrived within 1 s \(llm.timeout\)"):
         for delta in client.stream_chat(HELLO):
             received.append(delta)
-    assert received  # some text arrived before the stall
+    assert "".join(received) == LONG_REPLY[:36]  # the three chunks
     assert len(fake.chat_requests()) == 1
 
 
 # ---------------------------------------------------------------- bounded replies (issue 11 items 9 and 10)
-
-LONG_REPLY = "DocLens basalt answer from the sources, written slowly and at length. " * 4  # 24 chunks
 
 
 def test_a_huge_reply_is_refused_while_other_questions_are_answered(tmp_path: Path, fake: FakeOpenAI) -> None:
@@ -269,3 +272,64 @@ def test_fake_server_runs_as_a_process_and_is_scriptable(tmp_path: Path) -> None
     finally:
         process.terminate()
         process.wait(timeout=5)
+
+
+# ---------------------------------------------------------------- issue 31 items 4 and 6
+
+
+PLAIN_KEY = "SECRET-k3y-0123456789abcdef"  # not in sk- form: only the configured value gives it away
+OTHER_SECRET = "milvus-token-9876543210"  # another configured secret (the Milvus token)
+ECHO = f"your key is {{header:Authorization}}; alone: {PLAIN_KEY}; again {{header:Authorization}}; {OTHER_SECRET}."
+
+
+@pytest.mark.parametrize("chunk_chars", [1, 5, 12])
+def test_a_key_echoed_by_the_endpoint_reaches_neither_the_reply_nor_the_log(
+    tmp_path: Path, chunk_chars: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The endpoint sends the request's Authorization header and the key alone back, plain and streamed
+    (the key split across chunks); neither the text nor any log line holds a configured secret."""
+    caplog.set_level(logging.DEBUG)
+    with FakeOpenAI(stream_chunk_chars=chunk_chars) as echoing:
+        client = make_client(tmp_path, echoing.base_url, api_key=PLAIN_KEY, DOCLENS_MILVUS_TOKEN=OTHER_SECRET)
+        echoing.queue_reply(ECHO, ECHO, ECHO)
+        plain = client.chat(HELLO)
+        streamed = list(client.stream_chat(HELLO))
+        sent = ECHO.replace("{header:Authorization}", f"Bearer {PLAIN_KEY}")
+        echoing.cut_next(-(-(sent.index(OTHER_SECRET) + 6) // chunk_chars))  # cut inside the last secret
+        with pytest.raises(LLMCutOff):
+            for delta in client.stream_chat(HELLO):
+                streamed.append(delta)
+        assert echoing.last_chat().header("Authorization") == f"Bearer {PLAIN_KEY}"
+    for text in (plain, "".join(streamed)):
+        assert "your key is Bearer ***; alone: ***; again Bearer ***;" in text, text
+        assert PLAIN_KEY[:6] not in text and OTHER_SECRET[:6] not in text
+    assert PLAIN_KEY not in caplog.text and OTHER_SECRET not in caplog.text
+
+
+def test_scrubbing_a_stream_holds_back_only_what_may_start_a_secret(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Chinese text and words pass at once (a word at most is held until the next piece shows it is not a
+    key), so the answer still streams."""
+    client = make_client(tmp_path, fake.base_url)
+    fake.queue_reply("注意力机制使用softmax计算权重，" * 5 + " and the end.")
+    deltas = list(client.stream_chat(HELLO))
+    assert "".join(deltas) == "注意力机制使用softmax计算权重，" * 5 + " and the end."
+    assert len(deltas) > 5 and deltas[0].startswith("注意力机制")
+
+
+def test_an_oversized_reply_to_a_stream_is_named_as_too_large(tmp_path: Path, fake: FakeOpenAI) -> None:
+    """Issue 31 item 6: an endpoint that ignores ``stream`` (and max_tokens) sends megabytes of JSON; the
+    error says the reply was larger than the limit, not that the endpoint is not OpenAI-compatible. One
+    huge event without an event break is stopped at the limit as it arrives."""
+    client = make_client(tmp_path, fake.base_url)
+    huge = {"choices": [{"index": 0, "message": {"role": "assistant", "content": "x" * 3_000_000}}]}
+    fake.fail_next(200, body=huge)
+    with pytest.raises(LLMStatusError, match=r"sent a reply larger than \d+ KB") as caught:
+        list(client.stream_chat(HELLO, max_tokens=200))
+    assert "OpenAI-compatible" not in str(caught.value)
+    with FakeOpenAI(stream_chunk_chars=20_000_000) as one_event:
+        client = make_client(tmp_path, one_event.base_url)
+        one_event.queue_reply("y" * 20_000_000)
+        started = time.monotonic()
+        with pytest.raises(LLMStatusError, match=r"sent a reply larger than \d+ KB"):
+            list(client.stream_chat(HELLO, max_tokens=200))
+        assert time.monotonic() - started < 3

@@ -4,9 +4,12 @@ as status lines. Fixtures and helpers: tests/ui/handler_support.py.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from backend.service import DocLens
+from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.ui.handler_support import (
     API_KEY,
@@ -14,7 +17,7 @@ from tests.ui.handler_support import (
     run_send,
 )
 from ui.icons import icon
-from ui.settings.handlers import SettingsHandlers, key_status
+from ui.settings.handlers import SettingsHandlers, key_status, shown_milvus_uri
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
 
@@ -44,3 +47,17 @@ def test_settings_invalid_value_is_a_status_line(service: DocLens) -> None:
     result = SettingsHandlers(service).apply("", "", "", "", "sentence_transformers", "m", "", "", "no-such-engine")
     assert result[0].startswith(WARN) and "engine" in result[0]
     assert service.settings is before, "nothing was applied"
+
+
+def test_the_page_config_does_not_show_the_data_folder(service: DocLens, data_dir) -> None:
+    """Issue 31 item 8: Gradio serves every component's first value at /config to anyone who reaches the
+    page; the Milvus field named the Lite store's path inside the data folder."""
+    from ui.app import build_app
+
+    config = json.dumps(build_app(service).get_config_file(), ensure_ascii=False, default=str)
+    assert str(data_dir) not in config and str(data_dir.resolve()) not in config
+    assert "embedded Milvus Lite" in config
+    milvus_shown = SettingsHandlers(service).current_values()[9]
+    assert milvus_shown.startswith("embedded Milvus Lite") and str(data_dir) not in milvus_shown
+    server = make_settings(data_dir, DOCLENS_MILVUS_URI="http://root:Milvus@db.example:19530")
+    assert shown_milvus_uri(server) == "http://db.example:19530", "a login inside the URL is not shown"
