@@ -180,7 +180,6 @@ def test_deltas_reach_the_caller_while_the_model_is_still_writing(service: DocLe
 def test_a_stream_stalling_mid_answer_keeps_what_arrived_marked_as_cut_off(
     service: DocLens, fake: FakeOpenAI, reconfigure: Reconfigure
 ):
-    """Issue 31: the model's text that had arrived is the answer, with a notice; not thrown away."""
     reconfigure(DOCLENS_LLM_TIMEOUT="1")
     service.search(KB, QUESTION)  # the first question's set-up (and its translation) is not what is timed
     fake.hang_next(60, after_chunks=2, path=CHAT_PATH)

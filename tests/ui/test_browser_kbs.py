@@ -91,7 +91,7 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     page.reload()
     kb_tab_on(page, "kb-upload")
     status = page.locator("#ingest-status")
-    status.locator(".dl-progress").wait_for(timeout=30_000)  # re-attached
+    status.locator(".dl-progress").wait_for(timeout=90_000)  # re-attached (slow only on a loaded machine)
     page.wait_for_function(
         "() => document.querySelector('#docs-table')?.innerText.includes('being indexed')", timeout=60_000
     )

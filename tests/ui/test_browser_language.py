@@ -59,7 +59,9 @@ def whole_page_text(page) -> str:
         if tab == "tab-kb" and page.locator("#quality .label-wrap.open, #quality .open").count() == 0:
             page.locator("#quality").locator("button, .label-wrap").first.click()
             page.wait_for_timeout(300)
-        texts.append(page.locator("body").inner_text())
+        # What the model wrote (the recording server echoes in English) is content, not the UI's words.
+        shown = page.locator("body").inner_text().splitlines()
+        texts.append("\n".join(line for line in shown if "Echo:" not in line))
     return "\n".join(texts)
 
 
