@@ -118,6 +118,10 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     assert left_out["questions"] == 9
     assert left_out["answer_hit@5"] < report["modes"]["rerank"]["all"]["answer_hit@5"]
     assert sum(b["n"] for b in report["calibration"]["bins"]) == 18
+    splits = report["calibration_splits"]  # issue 30: answerable and left-out questions apart, and mixed
+    assert [splits[s]["n"] for s in ("answerable", "left_out", "mix")] == [9, 9, 18]
+    assert all(0.0 <= check["auroc"] <= 1.0 for check in splits.values())
+    assert "confidence left_out" in format_report(report)
     assert "rerank" in format_report(report)
     assert [kb.name for kb in service.list_kbs()] == ["bench"]  # an existing KB is kept
 
