@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from backend.answering.abstention import should_abstain
 from backend.errors import DocLensError
 from backend.quality.bench_ingest import ingest_speed
 from backend.quality.calibration import calibration_splits
@@ -88,6 +89,7 @@ def run_eval(
             details[f"{main_mode}-unanswerable"] = left_out
             report["unanswerable"] = _unanswerable_summary(left_out)
         report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
+        report["abstention"] = abstention_rates(details[main_mode], left_out, service.settings.confidence.abstain_below)
         report["calibration"] = report["calibration_splits"]["mix"]
         if keep_details:
             report["details"] = details
@@ -117,6 +119,7 @@ def _eval_mode(
                     "scanned": question["scanned"],
                     "metrics": question_metrics([], question),
                     "found": False,
+                    "abstained": False,  # nothing to search: no answer, and nothing to abstain from either
                     "latency_ms": None,
                     "confidence": 0.0,
                     "features": features([]),
@@ -133,6 +136,7 @@ def _eval_mode(
                 "scanned": question["scanned"],
                 "metrics": metrics,
                 "found": found_in_top5(metrics, question),
+                "abstained": should_abstain(result, service.settings.confidence.abstain_below),
                 "latency_ms": result.latency_ms,
                 "confidence": result.confidence,
                 "features": features(result.sources),
@@ -160,6 +164,16 @@ def _eval_mode(
         "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
     }
     return summary, details
+
+
+def abstention_rates(answerable: list[dict], left_out: list[dict], threshold: float) -> dict[str, Any]:
+    """How often the answer abstains: on left-out questions it should (target 80 %+), on answerable ones it
+    should not (target 5 % at most)."""
+
+    def rate(rows: list[dict]) -> Optional[float]:
+        return round(sum(d["abstained"] for d in rows) / len(rows), 4) if rows else None
+
+    return {"threshold": threshold, "answerable": rate(answerable), "left_out": rate(left_out)}
 
 
 def found_in_top5(metrics: dict[str, float], question: dict) -> bool:
@@ -214,6 +228,12 @@ def format_report(report: dict[str, Any]) -> str:
             f"confidence {split:10} n={check['n']:<5} found {check['found']:.3f}  shown {check['mean_confidence']:.3f}"
             f"  ECE {check['ece']:.3f}  worst band of 30+ {check['worst_band']:.3f}  AUROC {check['auroc']:.3f}"
         )
+    abstention = report.get("abstention")
+    if abstention:
+        rates = [
+            f"{split} {abstention[split]:.3f}" for split in ("answerable", "left_out") if abstention[split] is not None
+        ]
+        lines.append(f"abstains below {abstention['threshold']:g}%: " + ", ".join(rates))
     calibration = report.get("calibration")
     if calibration:
         lines.append(

@@ -89,7 +89,7 @@ def cmd_ask(args, settings: Settings) -> int:
             else:
                 streamed += update.delta
                 print(update.delta, end="", flush=True)
-    if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
+    if answer is not None and answer.quotes_passages and answer.answer.strip() != streamed.strip():
         # no model, or it failed: the final answer quotes the passages (as the web page shows it)
         print(("\n\n" if streamed else "") + answer.answer, end="")
     print()
