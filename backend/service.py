@@ -310,7 +310,7 @@ class DocLens:
         with self.kbs.deletion_explained(kb):
             said = said_by_user(history, question)
             result = self.retriever.search_follow_up(kb, question, standalone, said, doc, top)
-        yield from answer_updates(llm, question, result, history, standalone)
+        yield from answer_updates(llm, question, result, history, standalone, self.settings.confidence.abstain_below)
 
     def _figure_answer(self, kb: OpenKB, llm: LLMClient, question: str, figure_id: str) -> Answer:
         """The vision model's answer about one figure, with its page, its document and the passages found."""

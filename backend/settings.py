@@ -131,6 +131,8 @@ class CrossRerankSettings(_Section):
 
 class ConfidenceSettings(_Section):
     warn_below: float = Field(default=50.0, ge=0, le=100)
+    # Below this the answer abstains: "not in your documents", the closest passages, no model answer (0: never).
+    abstain_below: float = Field(default=15.0, ge=0, le=100)
 
 
 class LLMSettings(_Section):

@@ -211,7 +211,7 @@ class SearchResult:
 @dataclass
 class Answer:
     answer: str
-    mode: str  # llm | extractive | vision | vision-fallback
+    mode: str  # llm | extractive | abstained | vision | vision-fallback
     confidence: float
     sources: list[Source]
     figure: Optional[Figure] = None
@@ -219,6 +219,13 @@ class Answer:
     question: str = ""  # the standalone question that was searched
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
     excerpts: list[str] = field(default_factory=list)  # an extractive answer: the quoted part of each source shown
+    # The confidence was below confidence.abstain_below: the sources are the closest, not an answer.
+    abstained: bool = False
+
+    @property
+    def quotes_passages(self) -> bool:
+        """The answer's text is the passages quoted (no model, it failed, or the answer abstained)."""
+        return self.mode in ("extractive", "abstained")
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -229,6 +236,7 @@ class Answer:
             "figure": self.figure.to_dict() if self.figure else None,
             "notice": self.notice,
             "searched_in": self.searched_in,
+            "abstained": self.abstained,
         }
 
 

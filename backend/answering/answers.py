@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Iterator, Optional, Sequence
 
+from backend.answering.abstention import abstained_answer, should_abstain
 from backend.answering.citations import validate_citations
 from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
 from backend.answering.prompts import HistoryLike, build_prompt
@@ -71,10 +72,18 @@ def _marked_cut_off(answer: Answer, reason: str) -> Answer:
 
 
 def answer_updates(
-    llm: Optional[LLMClient], question: str, result: SearchResult, history: HistoryLike, searched_question: str
+    llm: Optional[LLMClient],
+    question: str,
+    result: SearchResult,
+    history: HistoryLike,
+    searched_question: str,
+    abstain_below: float = 0.0,
 ) -> Iterator[AnswerUpdate]:
     """The updates of a question about the text: each delta, then the final answer, which says where the
-    search looked (``result.searched_in``)."""
+    search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking the model."""
+    if should_abstain(result, abstain_below):
+        yield from whole_answer_updates(abstained_answer(question, result, searched_question))
+        return
     for update in answer_stream(
         llm, question, result.sources, result.confidence, history=history, searched_question=searched_question
     ):

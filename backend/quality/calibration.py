@@ -1,5 +1,6 @@
 """The confidence's calibration: fit P(answer in the top 5) on eval reports made with ``--details``, and
-check it (expected calibration error, reliability bins, the worst band)."""
+check it (expected calibration error, reliability bins, the worst band, AUROC) on the answerable
+questions, the left-out ones and their mix apart: a mix can look calibrated while both halves are off."""
 
 from __future__ import annotations
 
@@ -49,36 +50,97 @@ def reliability(confidences: Sequence[float], labels: Sequence[bool], bins: int 
     return {"ece": round(ece, 4), "bins": table}
 
 
+def auroc(confidences: Sequence[float], labels: Sequence[bool]) -> float:
+    """How well the confidence tells found from not found: P(a found question reads higher than one not
+    found), ties counting half (0.5 when only one kind is there: nothing to tell apart)."""
+    found = sorted(c for c, hit in zip(confidences, labels) if hit)
+    missed = sorted(c for c, hit in zip(confidences, labels) if not hit)
+    if not found or not missed:
+        return 0.5
+    ranks = _mid_ranks([*found, *missed])
+    found_rank_sum = sum(ranks[c] for c in found)
+    above = found_rank_sum - len(found) * (len(found) + 1) / 2
+    return round(above / (len(found) * len(missed)), 4)
+
+
+def _mid_ranks(values: Sequence[float]) -> dict[float, float]:
+    """Each value's mean 1-based rank among ``values`` (tied values share it)."""
+    ordered = sorted(values)
+    ranks: dict[float, float] = {}
+    start = 0
+    while start < len(ordered):
+        end = start
+        while end + 1 < len(ordered) and ordered[end + 1] == ordered[start]:
+            end += 1
+        ranks[ordered[start]] = (start + end) / 2 + 1
+        start = end + 1
+    return ranks
+
+
+def calibration_check(confidences: Sequence[float], labels: Sequence[bool], min_band: int = 30) -> dict[str, Any]:
+    """ECE with its bins, the worst band of ``min_band``+ questions, AUROC and the counts."""
+    check: dict[str, Any] = reliability(confidences, labels)
+    check["worst_band"] = worst_band(check, min_band)
+    check["auroc"] = auroc(confidences, labels)
+    check["n"] = len(confidences)
+    check["found"] = round(sum(labels) / len(labels), 4) if labels else 0.0
+    check["mean_confidence"] = round(sum(confidences) / len(confidences) / 100, 4) if confidences else 0.0
+    return check
+
+
+def calibration_splits(answerable: Sequence[dict], left_out: Sequence[dict]) -> dict[str, dict[str, Any]]:
+    """The check on the answerable questions, the left-out ones and both (eval details: ``confidence``
+    and ``found``); a split without questions is left out."""
+    parts = {"answerable": list(answerable), "left_out": list(left_out), "mix": [*answerable, *left_out]}
+    return {
+        name: calibration_check([d["confidence"] for d in rows], [found(d) for d in rows])
+        for name, rows in parts.items()
+        if rows
+    }
+
+
+def found(detail: dict) -> bool:
+    """What the confidence predicts: the answer in the top 5, or for a set without answer strings (real
+    papers) a gold page in the top 5. Details written before ``found`` existed read answer_hit@5."""
+    if "found" in detail:
+        return bool(detail["found"])
+    return detail["metrics"]["answer_hit@5"] > 0
+
+
 def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: Path = CALIBRATION_FILE) -> dict:
-    """Fit confidence = P(answer in the top 5) on the per-question details of eval reports, and save it."""
-    per_report = {}
+    """Fit confidence = P(found in the top 5) on the per-question details of eval reports, and save it;
+    the fit is then checked on each report's answerable questions, left-out ones and their mix."""
+    per_report: dict[str, dict[str, list[dict]]] = {}
     for path in paths:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
         all_details = report.get("details") or {}
         details = all_details.get(mode)
         if not details:
             raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
-        details = details + all_details.get(f"{mode}-unanswerable", [])
-        per_report[Path(path).name] = (
-            [_features_of(d) for d in details],
-            [d["metrics"]["answer_hit@5"] > 0 for d in details],
-        )
-    rows = [r for features_, _ in per_report.values() for r in features_]
-    labels = [label for _, labels_ in per_report.values() for label in labels_]
-    model = fit_calibration(rows, labels)
-    model["fitted_on"] = {"questions": len(rows), "mode": mode, "label": "answer_hit@5", "reports": list(per_report)}
+        per_report[Path(path).name] = {"answerable": details, "left_out": all_details.get(f"{mode}-unanswerable", [])}
+    every = [d for parts in per_report.values() for rows in parts.values() for d in rows]
+    model = fit_calibration([_features_of(d) for d in every], [found(d) for d in every])
+    model["fitted_on"] = {
+        "questions": len(every),
+        "mode": mode,
+        "label": "found in the top 5",
+        "reports": list(per_report),
+    }
     target.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
     load_calibration.cache_clear()
 
-    def check(features_: list[dict], labels_: list[bool]) -> dict:
-        return reliability([confidence_from_features(r, model) for r in features_], labels_)
+    def refitted(rows: list[dict]) -> list[dict]:
+        return [{"confidence": confidence_from_features(_features_of(d), model), "found": found(d)} for d in rows]
 
-    # One fit for every language pair: the error is reported per report (per set and direction) too.
+    # One fit for every language pair: the check is reported per report (per set and direction) too.
     return {
-        "questions": len(rows),
+        "questions": len(every),
         "path": str(target),
-        "reliability": check(rows, labels),
-        "per_report": {name: check(*data) for name, data in per_report.items()},
+        "reliability": calibration_splits(refitted(every), [])["answerable"],
+        "per_report": {
+            name: calibration_splits(refitted(parts["answerable"]), refitted(parts["left_out"]))
+            for name, parts in per_report.items()
+        },
     }
 
 
@@ -94,9 +156,5 @@ def worst_band(calibration: dict, min_questions: int = 50) -> float:
 
 
 def calibrate(reports: Sequence[Path], mode: str = "rerank") -> dict[str, Any]:
-    """Fit the confidence on eval reports and save it; per report its reliability and ``worst_band``
-    (the largest gap in a band of 50+ questions)."""
-    result = calibrate_from_reports([Path(p) for p in reports], mode=mode)
-    for check in result["per_report"].values():
-        check["worst_band"] = worst_band(check)
-    return result
+    """Fit the confidence on eval reports and save it (see :func:`calibrate_from_reports`)."""
+    return calibrate_from_reports([Path(p) for p in reports], mode=mode)

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from backend.answering.abstention import should_abstain
 from backend.errors import DocLensError
 from backend.quality.bench_ingest import ingest_speed
-from backend.quality.calibration import reliability
+from backend.quality.calibration import calibration_splits
 from backend.quality.metrics import SAMPLE_SEED, mean_metrics, percentile, question_metrics
 from backend.retrieval.confidence import features
 from backend.service import DocLens
@@ -82,14 +83,14 @@ def run_eval(
         for mode in modes:
             report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
         main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
-        checked = list(details[main_mode])
+        left_out: list[dict] = []
         if unanswerable:
             _, left_out = _eval_mode(service, name, questions, main_mode, progress, leave_out_gold=True)
             details[f"{main_mode}-unanswerable"] = left_out
             report["unanswerable"] = _unanswerable_summary(left_out)
-            checked += left_out
-        labels = [d["metrics"]["answer_hit@5"] > 0 for d in checked]
-        report["calibration"] = reliability([d["confidence"] for d in checked], labels)
+        report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
+        report["abstention"] = abstention_rates(details[main_mode], left_out, service.settings.confidence.abstain_below)
+        report["calibration"] = report["calibration_splits"]["mix"]
         if keep_details:
             report["details"] = details
     finally:
@@ -117,6 +118,8 @@ def _eval_mode(
                     "id": question["id"],
                     "scanned": question["scanned"],
                     "metrics": question_metrics([], question),
+                    "found": False,
+                    "abstained": False,  # nothing to search: no answer, and nothing to abstain from either
                     "latency_ms": None,
                     "confidence": 0.0,
                     "features": features([]),
@@ -126,11 +129,14 @@ def _eval_mode(
             continue
         exclude = [question["doc"]] if leave_out_gold else []
         result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
+        metrics = question_metrics(result.sources, question)
         details.append(
             {
                 "id": question["id"],
                 "scanned": question["scanned"],
-                "metrics": question_metrics(result.sources, question),
+                "metrics": metrics,
+                "found": found_in_top5(metrics, question),
+                "abstained": should_abstain(result, service.settings.confidence.abstain_below),
                 "latency_ms": result.latency_ms,
                 "confidence": result.confidence,
                 "features": features(result.sources),
@@ -158,6 +164,23 @@ def _eval_mode(
         "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
     }
     return summary, details
+
+
+def abstention_rates(answerable: list[dict], left_out: list[dict], threshold: float) -> dict[str, Any]:
+    """How often the answer abstains: on left-out questions it should (target 80 %+), on answerable ones it
+    should not (target 5 % at most)."""
+
+    def rate(rows: list[dict]) -> Optional[float]:
+        return round(sum(d["abstained"] for d in rows) / len(rows), 4) if rows else None
+
+    return {"threshold": threshold, "answerable": rate(answerable), "left_out": rate(left_out)}
+
+
+def found_in_top5(metrics: dict[str, float], question: dict) -> bool:
+    """The answer in the top 5; for a set without answer strings (real papers, scored by page) a gold page
+    in the top 5 (never, when the question's document is left out)."""
+    key = "answer_hit@5" if question["answers"] else "hit@5"
+    return metrics[key] > 0
 
 
 def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
@@ -200,6 +223,17 @@ def format_report(report: dict[str, Any]) -> str:
             f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
             f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}"
         )
+    for split, check in (report.get("calibration_splits") or {}).items():
+        lines.append(
+            f"confidence {split:10} n={check['n']:<5} found {check['found']:.3f}  shown {check['mean_confidence']:.3f}"
+            f"  ECE {check['ece']:.3f}  worst band of 30+ {check['worst_band']:.3f}  AUROC {check['auroc']:.3f}"
+        )
+    abstention = report.get("abstention")
+    if abstention:
+        rates = [
+            f"{split} {abstention[split]:.3f}" for split in ("answerable", "left_out") if abstention[split] is not None
+        ]
+        lines.append(f"abstains below {abstention['threshold']:g}%: " + ", ".join(rates))
     calibration = report.get("calibration")
     if calibration:
         lines.append(

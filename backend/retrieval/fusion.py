@@ -78,8 +78,7 @@ REWRITE_RRF_K = 1.0
 
 def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> SearchResult:
     """One ranking from the searches of the user's question and of the model's rewrite of it (RRF over
-    chunk ids). Each source keeps its higher relevance; the confidence follows the list that found the
-    fused first source (the original's when both did)."""
+    chunk ids). Each source keeps its higher relevance; the confidence is the higher of the two."""
     ranked = weighted_rrf(
         [
             RankedList([s.chunk_id for s in original.sources], ORIGINAL_WEIGHT),
@@ -93,7 +92,7 @@ def fuse_results(original: SearchResult, rewritten: SearchResult, top: int) -> S
         if kept is None or source.relevance > kept.relevance:
             best[source.chunk_id] = source
     sources = [best[chunk_id] for chunk_id in order_by_score(ranked)][:top]
-    first = sources[0].chunk_id if sources else None
-    in_original = any(s.chunk_id == first for s in original.sources[:1]) or not rewritten.sources
-    confidence = original.confidence if in_original else rewritten.confidence
+    # Each list's first sources stay near the top of the fused one, so the answer is there whenever either
+    # search was sure of its own: a vague follow-up ("and its energy?") must not lower the rewrite's.
+    confidence = max(original.confidence, rewritten.confidence)
     return replace(original, sources=sources, confidence=confidence, queries=[*original.queries, *rewritten.queries])

@@ -48,6 +48,7 @@ def test_user_journey(doclens_app: RunningApp, page) -> None:
     figures, chip = ask_about_a_locked_figure(page, steps, fake)
     lock_and_unlock_a_figure(figures, chip, page)
     switch_the_kb_to_a_fresh_conversation(page, rows, figures, chip)
+    an_unanswerable_question_abstains(page, fake)
     use_a_narrow_window(page, steps)
     delete_the_kb(page, steps)
 
@@ -112,6 +113,20 @@ def ask_for_formulas_and_sources(page, steps: Steps):
     assert page.locator("#confidence").get_by_text("%").count() >= 1
     steps.shot("answer")
     return rows
+
+
+def an_unanswerable_question_abstains(page, fake) -> None:
+    """Issue 30 item 3: below the threshold the chat says the documents do not seem to hold the answer,
+    quotes the closest passages as closest, and the panel says so; the model is not asked."""
+    answers_before = len([r for r in fake.chat_requests() if r.body.get("stream")])
+    ask(page, "What was the stock price of Apple in 1850?")
+    notice = page.locator("#chatbot").get_by_text("Your documents do not seem to hold the answer")
+    notice.wait_for()
+    assert "closest, not an answer" in notice.inner_text()
+    assert page.locator("#chatbot .dl-cite").count() >= 1  # the closest passages, each with its citation
+    panel = page.locator("#confidence")
+    assert "not an answer" in panel.inner_text() and panel.locator(".dl-abstained").count() == 1
+    assert len([r for r in fake.chat_requests() if r.body.get("stream")]) == answers_before
 
 
 def preview_pages_from_the_table_and_a_citation(page, steps: Steps, rows) -> None:

@@ -58,7 +58,7 @@ def normalize_messages(messages: Optional[list[Any]]) -> list[dict[str, Any]]:
 def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) -> str:
     """Model output goes through the math delimiters (prices protected); quoted passages never do.
     ``answer_number``: which answer of the conversation this is (its citations open its own sources)."""
-    if answer.mode == "extractive" and answer.figure is None:
+    if answer.quotes_passages and answer.figure is None:
         body = panels.extractive_markdown(answer, lang, answer_number)
     elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
         body = literal_text(answer.answer)
@@ -228,7 +228,7 @@ class ChatHandlers:
     ) -> tuple:
         # The answer's [n] carry its number: a click on an older answer opens that answer's source n
         messages[-1]["content"] = answer_markdown(answer, lang, answer_number=len(answer_sources))
-        if answer.sources and answer.mode != "extractive":  # extractive answers already quote each passage
+        if answer.sources and not answer.quotes_passages:  # quoted answers already show each passage
             messages.append(sources_message(answer.sources, lang))
         turns = [*(turns or []), {"role": "user", "content": question}, {"role": "assistant", "content": answer.answer}]
         warn_below = self.service.settings.confidence.warn_below

@@ -33,6 +33,7 @@ def mode_name(lang: str, mode: str) -> str:
     names = {
         "llm": text(lang, "model answer", "模型回答"),
         "extractive": text(lang, "quoted passages", "引用段落"),
+        "abstained": text(lang, "not in your documents", "文档中似乎没有答案"),
         "vision": text(lang, "figure answer", "图表回答"),
         "vision-fallback": text(lang, "figure answer (text model)", "图表回答（文本模型）"),
     }
@@ -56,6 +57,13 @@ def confidence_html(answer: Answer | None, warn_below: float, lang: str = "en") 
             "回答依据图片本身；此数值仅表示文本段落的匹配程度",
         )
         note = f'<div class="dl-note">{explained}</div>'
+    elif answer.abstained:
+        warn = text(
+            lang,
+            "Not in your documents, it seems: the passages are the closest, not an answer",
+            "文档中似乎没有答案：这些段落只是最接近的内容，并非答案",
+        )
+        note = f'<div class="dl-warn dl-abstained">{icon("warn")} {warn}</div>'
     elif low:
         warn = text(lang, "Low confidence: check the sources", "置信度低：请核对来源")
         note = f'<div class="dl-warn">{icon("warn")} {warn}</div>'

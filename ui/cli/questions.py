@@ -89,7 +89,7 @@ def cmd_ask(args, settings: Settings) -> int:
             else:
                 streamed += update.delta
                 print(update.delta, end="", flush=True)
-    if answer is not None and answer.mode == "extractive" and answer.answer.strip() != streamed.strip():
+    if answer is not None and answer.quotes_passages and answer.answer.strip() != streamed.strip():
         # no model, or it failed: the final answer quotes the passages (as the web page shows it)
         print(("\n\n" if streamed else "") + answer.answer, end="")
     print()
@@ -140,8 +140,12 @@ def cmd_calibrate(args, settings: Settings) -> int:
     print(f"ECE {result['reliability']['ece']}")
     for row in result["reliability"]["bins"]:
         print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")
-    for name, check in result["per_report"].items():
-        print(f"{name}: ECE {check['ece']}, worst band of 50+ questions {check['worst_band']} off")
+    for name, splits in result["per_report"].items():
+        for split, check in splits.items():
+            print(
+                f"{name} {split}: n={check['n']} ECE {check['ece']}, worst band of 30+ questions "
+                f"{check['worst_band']} off, AUROC {check['auroc']}"
+            )
     return 0
 
 

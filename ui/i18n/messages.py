@@ -71,6 +71,11 @@ _NOTICES_ZH: list[tuple[re.Pattern[str], str]] = [
     (re.compile(p), zh)
     for p, zh in [
         (
+            r"^Your documents do not seem to hold the answer to this question \(confidence (?P<a>\d+)%\)\. "
+            r"The closest passages follow: closest, not an answer\.$",
+            "您的文档中似乎没有这个问题的答案（置信度 {a}%）。下面是最接近的段落：只是最接近的内容，并非答案。",
+        ),
+        (
             r"^No language model is configured, so this answer quotes the most relevant passages\.$",
             "未配置语言模型，因此本回答引用最相关的段落。",
         ),

@@ -4,7 +4,15 @@ import json
 
 import pytest
 
-from backend.quality.calibration import calibrate_from_reports, fit_calibration, reliability, worst_band
+from backend.quality.calibration import (
+    auroc,
+    calibrate_from_reports,
+    calibration_splits,
+    fit_calibration,
+    found,
+    reliability,
+    worst_band,
+)
 from backend.retrieval.confidence import FEATURES
 
 
@@ -40,9 +48,38 @@ def test_calibration_is_fitted_on_all_reports_and_checked_per_report(tmp_path):
     result = calibrate_from_reports([monolingual, old], target=target)
     assert result["questions"] == 84 + 60
     assert set(result["per_report"]) == {"mono.json", "old.json"}
-    assert all(0.0 <= check["ece"] <= 1.0 for check in result["per_report"].values())
+    assert {split for splits in result["per_report"].values() for split in splits} == {"answerable", "left_out", "mix"}
+    checks = [check for splits in result["per_report"].values() for check in splits.values()]
+    assert all(0.0 <= check["ece"] <= 1.0 and 0.0 <= check["auroc"] <= 1.0 for check in checks)
+    assert result["per_report"]["mono.json"]["answerable"]["n"] == 42
     saved = json.loads(target.read_text())
     assert set(saved["weights"]) == set(FEATURES) and saved["fitted_on"]["reports"] == ["mono.json", "old.json"]
     assert worst_band(
         {"bins": [{"confidence": 0.9, "accuracy": 0.5, "n": 49}, {"confidence": 0.3, "accuracy": 0.2, "n": 50}]}
     ) == pytest.approx(0.1)
+
+
+def test_auroc_tells_found_from_not_found():
+    assert auroc([90, 80, 20, 10], [True, True, False, False]) == 1.0
+    assert auroc([10, 20, 80, 90], [True, True, False, False]) == 0.0
+    assert auroc([50, 50, 50, 50], [True, False, True, False]) == 0.5  # ties count half
+    assert auroc([90, 10], [True, True]) == 0.5  # one kind only: nothing to tell apart
+    assert auroc([90, 60, 70, 10], [True, True, False, False]) == pytest.approx(0.75)
+
+
+def test_a_mix_that_reads_calibrated_is_checked_on_each_half():
+    """Issue 30: 50 % shown for found answers and for left-out questions averages out in the mix (ECE 0)
+    while each half is 50 points off; the check reports every split and their AUROC."""
+    answerable = [{"confidence": 50.0, "found": True}] * 40
+    left_out = [{"confidence": 50.0, "found": False}] * 40
+    splits = calibration_splits(answerable, left_out)
+    assert splits["mix"]["ece"] == pytest.approx(0.0)
+    assert splits["answerable"]["ece"] == pytest.approx(0.5) and splits["left_out"]["ece"] == pytest.approx(0.5)
+    assert splits["answerable"]["worst_band"] == pytest.approx(0.5)  # a band of 30+ questions
+    assert splits["mix"]["auroc"] == 0.5 and splits["mix"]["n"] == 80
+    assert set(calibration_splits(answerable, [])) == {"answerable", "mix"}
+
+
+def test_found_reads_the_label_of_the_set():
+    assert found({"found": True, "metrics": {"answer_hit@5": 0.0}})  # a page-scored set: a gold page in the top 5
+    assert not found({"metrics": {"answer_hit@5": 0.0}}) and found({"metrics": {"answer_hit@5": 1.0}})

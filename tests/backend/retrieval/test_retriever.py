@@ -95,7 +95,7 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     picked = questions("zh", "zh_001.pdf")[:4] + questions("en", "en_001.pdf")[:4]
     blank = {**picked[0], "id": "blank", "question": " "}  # the bench sets hold a few: a miss, not a crash
     qa.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in picked + [blank]), encoding="utf-8")
-    report = run_eval(service, qa, tmp_path, kb_name="bench", modes=MODES, unanswerable=True)
+    report = run_eval(service, qa, tmp_path, kb_name="bench", modes=MODES, unanswerable=True, keep_details=True)
     assert report["questions"] == 9 and report["docs"] == 3 and report["chunks"] > 0
     assert report["ingest"] is None
     for mode in MODES:
@@ -118,6 +118,17 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     assert left_out["questions"] == 9
     assert left_out["answer_hit@5"] < report["modes"]["rerank"]["all"]["answer_hit@5"]
     assert sum(b["n"] for b in report["calibration"]["bins"]) == 18
+    splits = report["calibration_splits"]  # issue 30: answerable and left-out questions apart, and mixed
+    assert [splits[s]["n"] for s in ("answerable", "left_out", "mix")] == [9, 9, 18]
+    assert all(0.0 <= check["auroc"] <= 1.0 for check in splits.values())
+    assert "confidence left_out" in format_report(report)
+    # issue 30 item 3: every question records whether the answer abstained, and the rates are printed
+    asked = report["details"]["rerank"] + report["details"]["rerank-unanswerable"]
+    assert all(isinstance(d["abstained"], bool) for d in asked)
+    abstention = report["abstention"]
+    assert abstention["threshold"] == service.settings.confidence.abstain_below
+    assert abstention["left_out"] == pytest.approx(sum(d["abstained"] for d in asked[9:]) / 9, abs=1e-4)
+    assert "abstains below" in format_report(report)
     assert "rerank" in format_report(report)
     assert [kb.name for kb in service.list_kbs()] == ["bench"]  # an existing KB is kept
 

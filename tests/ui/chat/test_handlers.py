@@ -71,8 +71,21 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     assert len(answer_requests) == 1 and QUESTION in answer_requests[0].text()
 
 
+def test_an_off_topic_question_abstains_without_asking_the_model(service: DocLens, fake: FakeOpenAI) -> None:
+    """Issue 30 item 3: below confidence.abstain_below the chat says the documents do not seem to hold the
+    answer, quotes the closest passages as such, and the model writes nothing from them."""
+    final = run_send(service, question=OFF_TOPIC)[-1]
+    assert 'data-mode="abstained"' in final[3] and "dl-abstained" in final[3]
+    assert "closest, not an answer" in final[3] and "not in your documents" in final[3]
+    text = answer_text([final])
+    assert text.count("Your documents do not seem to hold the answer") == 1 and "closest, not an answer" in text
+    assert "dl-cite" in text and "> " in text  # the closest passages are quoted, each with its citation
+    assert not [r for r in fake.chat_requests() if r.body.get("stream")]
+
+
 def test_low_confidence_warns(service: DocLens, data_dir: Path, fake: FakeOpenAI) -> None:
-    service.reconfigure(make_settings(data_dir))  # no model: an extractive answer with a notice
+    # no model: an extractive answer with a notice (abstaining is off, so the warning is what is shown)
+    service.reconfigure(make_settings(data_dir, DOCLENS_CONFIDENCE_ABSTAIN_BELOW="0"))
     final = run_send(service, question=OFF_TOPIC)[-1]
     assert "dl-warn" in final[3] and 'data-mode="extractive"' in final[3]
     text = answer_text([final])

@@ -1,0 +1,31 @@
+"""An answer that abstains: when the confidence is below ``confidence.abstain_below`` the documents most
+likely do not hold the answer, so the model is not asked to write one from look-alike passages; the user
+sees that plainly, with the closest passages marked as closest, not as an answer."""
+
+from __future__ import annotations
+
+from backend.answering.extractive import extractive_answer
+from backend.types import Answer, SearchResult
+
+ABSTAINED = "abstained"
+
+
+def should_abstain(result: SearchResult, abstain_below: float) -> bool:
+    """Below the threshold, with passages to show (no passage at all already says so on its own)."""
+    return bool(result.sources) and result.confidence < abstain_below
+
+
+def abstention_notice(confidence: float) -> str:
+    """One line, in English like every notice (the web page shows it in its own language)."""
+    return (
+        f"Your documents do not seem to hold the answer to this question (confidence {confidence:.0f}%). "
+        "The closest passages follow: closest, not an answer."
+    )
+
+
+def abstained_answer(question: str, result: SearchResult, searched_question: str) -> Answer:
+    """The closest passages quoted under the abstention notice; mode ``abstained``, no model call."""
+    notice = abstention_notice(result.confidence)
+    answer = extractive_answer(question, result.sources, result.confidence, notice, searched_question=searched_question)
+    answer.mode, answer.abstained, answer.searched_in = ABSTAINED, True, result.searched_in
+    return answer

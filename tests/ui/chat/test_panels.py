@@ -1,0 +1,29 @@
+"""The chat's side panels (ui/chat/panels.py): the confidence panel of an answer that abstains."""
+
+from __future__ import annotations
+
+from backend.answering.abstention import abstained_answer
+from backend.types import SearchResult, Source
+from ui.chat.panels import confidence_html, extractive_markdown
+
+QUESTION = "What was the stock price of Apple in 1850?"
+SOURCE = Source("notes.pdf", "d1", 2, 2, 0, "Apples are harvested in autumn.", relevance=31.0, chunk_id="c1")
+
+
+def _abstained():
+    return abstained_answer(QUESTION, SearchResult(QUESTION, "rerank", 8.0, [SOURCE]), QUESTION)
+
+
+def test_an_abstained_answer_says_so_in_the_panel_in_both_languages():
+    """Issue 30 item 3: the panel names the decision, not only a low number."""
+    english, chinese = confidence_html(_abstained(), 50.0, "en"), confidence_html(_abstained(), 50.0, "zh")
+    assert 'data-mode="abstained"' in english and "closest, not an answer" in english
+    assert "not in your documents" in english and "8%" in english
+    assert "并非答案" in chinese and "文档中似乎没有答案" in chinese and "closest" not in chinese
+
+
+def test_the_abstention_notice_reads_in_the_page_language():
+    english, chinese = extractive_markdown(_abstained(), "en"), extractive_markdown(_abstained(), "zh")
+    assert english.startswith("_Your documents do not seem to hold the answer to this question (confidence 8%).")
+    assert "notes.pdf" in english and "> Apples are harvested in autumn." in english
+    assert chinese.startswith("_您的文档中似乎没有这个问题的答案（置信度 8%）。") and "Your documents" not in chinese
