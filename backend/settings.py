@@ -113,7 +113,7 @@ class RerankSettings(_Section):
     bm25: float = Field(default=0.20, ge=0)
     # the bm25 weight when the question names a document (and no page): the keyword search inside one paper
     # finds its rare terms' passage more surely than the cosine, which every passage of the paper shares
-    bm25_named_document: float = Field(default=0.30, ge=0)
+    bm25_named_document: float = Field(default=0.20, ge=0)
     document: float = Field(default=0.40, ge=0)
     # relevance kept by a reference-list chunk when the question does not ask for references
     references: float = Field(default=0.9, ge=0, le=1)
