@@ -110,6 +110,10 @@ class RerankSettings(_Section):
     length: float = Field(default=0.12, ge=0)
     rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
+    bm25: float = Field(default=0.20, ge=0)
+    # the bm25 weight when the question names a document (and no page): the keyword search inside one paper
+    # finds its rare terms' passage more surely than the cosine, which every passage of the paper shares
+    bm25_named_document: float = Field(default=0.20, ge=0)
     document: float = Field(default=0.40, ge=0)
     # relevance kept by a reference-list chunk when the question does not ask for references
     references: float = Field(default=0.9, ge=0, le=1)
@@ -126,6 +130,7 @@ class CrossRerankSettings(_Section):
     length: float = Field(default=0.10, ge=0)
     rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
+    bm25: float = Field(default=0.0, ge=0)  # the question's BM25 does not reach the other language
     semantic_shift: float = Field(default=0.04, ge=0, le=0.5)  # cosines across languages run lower
 
 

@@ -151,9 +151,12 @@ class Source:
     chunk_index: int
     text: str
     relevance: float = 0.0  # 0-100, the reranker's composite score (or the mode's own score)
-    scores: dict[str, float] = field(default_factory=dict)  # fuzzy, keyword, semantic, length, rank, entity
+    scores: dict[str, float] = field(
+        default_factory=dict
+    )  # fuzzy, keyword, semantic, length, rank, entity, bm25, document
     dense_rank: Optional[int] = None  # 1-based rank in the dense search, None if not found there
     keyword_rank: Optional[int] = None  # 1-based rank in the BM25 search
+    bm25_lead: float = 0.0  # its BM25 score as a share of the keyword search's best (0: not found by it)
     similarity: Optional[float] = None  # cosine question/chunk (across languages: less its hubness, hubness.py)
     rrf: float = 0.0
     chunk_id: str = ""

@@ -16,6 +16,7 @@ from backend.errors import DocLensError
 from backend.quality.bench_ingest import ingest_speed
 from backend.quality.calibration import calibration_splits
 from backend.quality.metrics import SAMPLE_SEED, mean_metrics, percentile, question_metrics
+from backend.quality.paper_split import HALVES, paper_half
 from backend.retrieval.confidence import features
 from backend.service import DocLens
 from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchMode, SearchResult
@@ -23,7 +24,9 @@ from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchM
 log = logging.getLogger(__name__)
 
 
-def load_questions(path: Path, limit: int = 0) -> list[dict]:
+def load_questions(path: Path, limit: int = 0, name_document: bool = False) -> list[dict]:
+    """The questions of a qa.jsonl set (a fixed-seed sample of ``limit``). ``name_document``: each asked
+    as naming its document, the way real users ask about one paper of many."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
@@ -48,7 +51,18 @@ def load_questions(path: Path, limit: int = 0) -> list[dict]:
             raise DocLensError(f"{path}:{number}: not a qa line ({exc.__class__.__name__}: {exc})") from None
     if limit and limit < len(questions):
         questions = random.Random(SAMPLE_SEED).sample(questions, limit)
+    if name_document:
+        for q in questions:
+            q["question"] = naming_its_document(q["question"], q["doc"])
     return questions
+
+
+def naming_its_document(question: str, doc: str) -> str:
+    """ "What is X?" -> 'What is X as described in the document "<doc>"?'; a blank question, or one that
+    names its document already, stays as it is."""
+    if not question.strip() or doc.casefold() in question.casefold():
+        return question
+    return f'{question.strip().rstrip("?？ ")} as described in the document "{doc}"?'
 
 
 def run_eval(
@@ -61,10 +75,13 @@ def run_eval(
     progress: Optional[ProgressCallback] = None,
     keep_details: bool = False,
     unanswerable: bool = False,
+    halves: bool = False,
+    name_document: bool = False,
 ) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
-    confidence is calibrated and checked on questions the library cannot answer too."""
-    questions = load_questions(Path(qa_path), limit)
+    confidence is calibrated and checked on questions the library cannot answer too. ``halves``: metrics
+    of each half of the papers too (``paper_split``). ``name_document``: see ``load_questions``."""
+    questions = load_questions(Path(qa_path), limit, name_document)
     temporary = kb_name is None
     name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
     report: dict[str, Any] = {"questions": len(questions), "ingest": None}  # ingest: only for a temporary KB
@@ -82,6 +99,8 @@ def run_eval(
         details: dict[str, list] = {}
         for mode in modes:
             report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
+            if halves:
+                report["modes"][mode].update(_by_half(details[mode]))
         main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
         left_out: list[dict] = []
         if unanswerable:
@@ -116,6 +135,7 @@ def _eval_mode(
             details.append(
                 {
                     "id": question["id"],
+                    "doc": question["doc"],
                     "scanned": question["scanned"],
                     "metrics": question_metrics([], question),
                     "found": False,
@@ -133,6 +153,7 @@ def _eval_mode(
         details.append(
             {
                 "id": question["id"],
+                "doc": question["doc"],
                 "scanned": question["scanned"],
                 "metrics": metrics,
                 "found": found_in_top5(metrics, question),
@@ -183,6 +204,11 @@ def found_in_top5(metrics: dict[str, float], question: dict) -> bool:
     return metrics[key] > 0
 
 
+def _by_half(details: list[dict]) -> dict[str, Any]:
+    """The mean metrics of the questions on each half of the papers."""
+    return {half: mean_metrics([d["metrics"] for d in details if paper_half(d["doc"]) == half]) for half in HALVES}
+
+
 def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
     """Questions asked without their document: the answer is (almost always) not in the library."""
     confidences = [d["confidence"] for d in details]
@@ -207,7 +233,7 @@ def format_report(report: dict[str, Any]) -> str:
     columns = ["hit@1", "hit@5", "page_mrr@10", "answer_hit@1", "answer_hit@5", "answer_hit@10", "mrr@10"]
     lines.append(f"{'mode':8} {'subset':8} " + " ".join(f"{c:>13}" for c in columns) + "   p50 ms   p95 ms  top5 chars")
     for mode, data in report.get("modes", {}).items():
-        for subset in ("all", "native", "scanned"):
+        for subset in ("all", "native", "scanned", *HALVES):
             values = data.get(subset) or {}
             if not values:
                 continue

@@ -1,6 +1,7 @@
 """Stage 1 of a search: the question -> candidate passages from the dense and the keyword searches.
 
-Each candidate carries its best dense rank and cosine and its best keyword rank. Across languages the
+Each candidate carries its best dense rank and cosine, its best keyword rank and how close its BM25 score
+comes to the keyword search's best (``bm25_lead``). Across languages the
 cosine of a passage in the other language, scored without a translation, is corrected for hubness
 (``backend.retrieval.hubness``), and keyword hits count only as far as their query reaches the passage's
 language (``KeywordRun``). The pages a question names (``Scope.pages``) bring all their chunks along.
@@ -129,11 +130,14 @@ def _collect(dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> di
             source.dense_rank = min(rank, source.dense_rank or rank)
             source.similarity = max(hit.score, source.similarity if source.similarity is not None else -1.0)
     for run in keyword_runs:
+        leader = max((hit.score for hit in run.hits), default=0.0)
         for rank, hit in enumerate(run.hits, 1):
             if run.factor(hit.row.lang) <= 0:
                 continue
             source = candidates.setdefault(hit.row.id, source_of(hit))
             source.keyword_rank = min(rank, source.keyword_rank or rank)
+            if leader > 0 and run.in_own_language(hit.row.lang):
+                source.bm25_lead = max(source.bm25_lead, hit.score / leader)
     return candidates
 
 

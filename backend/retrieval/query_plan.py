@@ -168,6 +168,10 @@ class KeywordRun:
             return 1.0
         return self.weights.cross_keyword_factor
 
+    def in_own_language(self, chunk_lang: str) -> bool:
+        """Does the query's BM25 score measure the chunk fully (the question's words in the chunk's language)?"""
+        return not self.bridge and (not self.lang or not chunk_lang or self.lang == chunk_lang)
+
     def item_weights(self) -> dict[str, float]:
         return {hit.row.id: self.factor(hit.row.lang) for hit in self.hits}
 

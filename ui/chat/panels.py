@@ -12,7 +12,7 @@ from ui.i18n.strings import text
 from ui.icons import icon
 from ui.latex import document_text, md_literal, protect_currency
 
-SIGNALS = ("semantic", "keyword", "fuzzy", "rank", "entity", "length", "document")
+SIGNALS = ("semantic", "keyword", "bm25", "fuzzy", "rank", "entity", "length", "document")
 CHART_SOURCES = 3
 
 
@@ -20,6 +20,7 @@ def signal_name(lang: str, name: str) -> str:
     names = {
         "semantic": text(lang, "semantic", "语义"),
         "keyword": text(lang, "keyword", "关键词"),
+        "bm25": text(lang, "BM25", "BM25"),
         "fuzzy": text(lang, "fuzzy", "模糊"),
         "rank": text(lang, "rank", "排名"),
         "entity": text(lang, "entity", "实体"),

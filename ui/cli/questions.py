@@ -47,6 +47,12 @@ def add_question_commands(sub, common) -> None:
         help="also ask each question with its own document left out (checks the confidence on "
         "questions the library cannot answer)",
     )
+    p.add_argument("--halves", action="store_true", help="metrics of each half of the papers too (paper_split)")
+    p.add_argument(
+        "--name-document",
+        action="store_true",
+        help="ask each question as naming its document ('... as described in the document \"<file>\"?')",
+    )
     p.set_defaults(handler=cmd_eval)
     p = sub.add_parser(
         "calibrate", parents=[common], help="fit the confidence calibration from eval reports made with --details"
@@ -126,6 +132,8 @@ def cmd_eval(args, settings: Settings) -> int:
             progress=progress,
             keep_details=args.details,
             unanswerable=args.unanswerable,
+            halves=args.halves,
+            name_document=args.name_document,
         )
     print(format_report(report))
     write_json(args.json, report)

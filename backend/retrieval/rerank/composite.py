@@ -1,4 +1,4 @@
-"""The composite rule-based reranker: six signals of 0-100 each of the passage itself, a weighted mean as
+"""The composite rule-based reranker: seven signals of 0-100 each of the passage itself, a weighted mean as
 its own relevance, then blended with its document's best passage (the ``document`` signal).
 
 Every signal is kept on the source so the user sees why a passage ranks where it does.
@@ -12,6 +12,7 @@ from backend.retrieval.query_plan import QuestionPlan
 from backend.retrieval.rerank.chunk_kinds import kind_factor
 from backend.retrieval.rerank.crosslingual import cross_relevance, cross_signals
 from backend.retrieval.rerank.signals import (
+    bm25_score,
     candidate_idf,
     entity_score,
     fuzzy_score,
@@ -23,7 +24,7 @@ from backend.retrieval.rerank.signals import (
 from backend.settings import CrossRerankSettings, RerankSettings
 from backend.types import Source
 
-SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
+SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity", "bm25")
 # The best own relevance among the candidates of the passage's document: a question is mostly about one
 # document, so the passages beside its best match outrank a lone look-alike from another document.
 DOCUMENT = "document"
@@ -35,11 +36,15 @@ def rerank(
     weights: RerankSettings,
     question_plan: Optional[QuestionPlan] = None,
     cross: Optional[CrossRerankSettings] = None,
+    names_document: bool = False,
 ) -> list[Source]:
     """Score candidates (already in fused order) and return them by descending relevance. With a
     ``question_plan``, a candidate in another language is scored against the model's translation of the
-    question, or without one by the cross-lingual signals."""
+    question, or without one by the cross-lingual signals. ``names_document``: the question names the
+    document it is about (and no page), so the bm25 signal weighs ``bm25_named_document``."""
     cross = cross or CrossRerankSettings()
+    if names_document:
+        weights = weights.model_copy(update={"bm25": weights.bm25_named_document})
     total_weight = sum(getattr(weights, s) for s in SIGNALS) or 1.0
     idfs: dict[str, dict[str, float]] = {}
     for rank, source in enumerate(candidates, 1):
@@ -50,6 +55,7 @@ def rerank(
                 **cross_signals(question_plan, source.text, source.similarity, cross),
                 "length": length_score(source.text),
                 "rank": rank_score(rank, len(candidates)),
+                "bm25": bm25_score(source.bm25_lead),
             }
             source.scores = {s: source.scores[s] for s in SIGNALS}
             source.relevance, source.bridged = cross_relevance(source.scores, cross), True
@@ -64,6 +70,7 @@ def rerank(
             "length": length_score(source.text),
             "rank": rank_score(rank, len(candidates)),
             "entity": entity_score(asked, source.text),
+            "bm25": bm25_score(source.bm25_lead),
         }
         source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
         source.relevance *= kind_factor(question, source.kind, weights.references)

@@ -24,7 +24,7 @@ from backend.text import HAN, normalize
 _WORD = re.compile(r"[a-z0-9]+")
 _ENGLISH_WORD = re.compile(r"[a-z][a-z\-']*[a-z]")
 _CJK_TERM = re.compile(f"^[{HAN}]+$")
-CROSS_SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity")
+CROSS_SIGNALS = ("fuzzy", "keyword", "semantic", "length", "rank", "entity", "bm25")
 
 
 def cross_signals(

@@ -20,7 +20,8 @@ def rank(fused: Fused, settings: Settings) -> list[Source]:
     cfg = settings.retrieval
     query = fused.query
     pool = fused.ordered[: max(cfg.rerank_candidates, cfg.top_k)]
-    reranked = rerank(query.plan.question, pool, settings.rerank, query.plan, settings.rerank_cross)
+    names_document = query.scope is not None and bool(query.scope.doc_ids) and not query.scope.pages
+    reranked = rerank(query.plan.question, pool, settings.rerank, query.plan, settings.rerank_cross, names_document)
     if query.mode == "rerank":
         ranked = reranked
     elif query.mode == "dense":

@@ -77,6 +77,14 @@ def length_score(text: str) -> float:
     return max(40.0, 100.0 - (n - 1200) / 40)
 
 
+def bm25_score(lead: float) -> float:
+    """How close the passage's BM25 score comes to the keyword search's leader (1.0: it is the leader). The
+    other signals count the question's words evenly; BM25 also weighs their rarity in the whole library and
+    the passage's length, which on long papers tells the passage that holds the rare terms from its
+    paraphrasing neighbours."""
+    return 100.0 * min(1.0, max(0.0, lead))
+
+
 def rank_score(fused_rank: int, candidates: int) -> float:
     """The fused (RRF) rank as a prior: 100 for the first, falling smoothly."""
     if candidates <= 1:

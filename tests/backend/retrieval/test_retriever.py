@@ -51,7 +51,7 @@ def test_scores_relevance_and_confidence_are_bounded(service):
         assert 0.0 <= result.confidence <= 100.0
         for s in result.sources:
             assert 0.0 <= s.relevance <= 100.0
-            assert set(s.scores) == {"fuzzy", "keyword", "semantic", "length", "rank", "entity", "document"}
+            assert set(s.scores) == {"fuzzy", "keyword", "semantic", "length", "rank", "entity", "bm25", "document"}
             assert all(0.0 <= v <= 100.0 for v in s.scores.values())
 
 

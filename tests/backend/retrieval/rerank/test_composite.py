@@ -1,10 +1,18 @@
-"""The composite reranker on hand-built passages: the weighted signals, the document signal, kinds."""
+"""The composite reranker on hand-built passages (the weighted signals, the document signal, kinds) and
+on two real arXiv papers (the bm25 signal)."""
+
+import json
 
 import pytest
 
 from backend.retrieval.rerank import composite
+from backend.service import DocLens
 from backend.settings import RerankSettings
 from backend.types import Source
+from tests.conftest import BENCH, make_settings
+
+ARXIV = BENCH / "arxiv-dev"
+PAPERS = ["0803.1139v1", "1301.0676v5"]  # a 4-page and a 20-page paper, formulas in the longer one
 
 
 def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
@@ -22,7 +30,7 @@ def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
 
 
 def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
-    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1, document=0)
+    weights = RerankSettings(fuzzy=1, keyword=1, semantic=1, length=1, rank=1, entity=1, bm25=1, document=0)
     candidates = [
         source("Super Bowl 50 was played at Levi's Stadium in Santa Clara, California. " * 3, 0.9, 1, 2),
         source("unrelated text about cooking pasta with tomatoes and basil", 0.72, 2, None),
@@ -32,7 +40,7 @@ def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
     for s in ranked:
         assert set(s.scores) == {*composite.SIGNALS, composite.DOCUMENT}
         assert all(0.0 <= v <= 100.0 for v in s.scores.values())
-        assert s.relevance == pytest.approx(sum(s.scores[name] for name in composite.SIGNALS) / 6)
+        assert s.relevance == pytest.approx(sum(s.scores[name] for name in composite.SIGNALS) / 7)
         assert 0.0 <= s.relevance <= 100.0
     assert ranked[0].text.startswith("Super Bowl 50")
 
@@ -76,3 +84,26 @@ def test_reference_list_chunks_lose_to_the_passage_unless_references_are_asked_f
         "Which publications on short text clustering are cited?", [bibliography, passage], weights
     )
     assert bibliography.relevance == pytest.approx(passage.relevance, abs=3)  # only the rank prior differs
+
+
+@pytest.fixture(scope="module")
+def papers(tmp_path_factory):
+    with DocLens(make_settings(tmp_path_factory.mktemp("papers") / "data")) as svc:
+        svc.create_kb("papers")
+        files = sorted(p for p in (ARXIV / "docs").iterdir() if p.name.split(" ")[0] in PAPERS)
+        results = svc.ingest("papers", files)
+        assert len(results) == 2 and all(r.status == "indexed" for r in results), [r.error for r in results]
+        yield svc
+
+
+@pytest.mark.parametrize("question_id", ["seed-123", "seed-157", "seed-177"])
+def test_the_keyword_leader_beats_its_look_alike_dense_neighbours(papers, question_id):
+    """On a long paper every page of a proof reads alike to the embedding; the page that holds the
+    question's rare terms is the BM25 leader. Without the bm25 signal these three questions ranked a
+    neighbouring page first while keyword search alone had the right one."""
+    lines = (ARXIV / "qa.jsonl").read_text(encoding="utf-8").splitlines()
+    q = next(q for q in map(json.loads, lines) if q["id"] == question_id)
+    for mode in ("keyword", "rerank"):
+        top = papers.search("papers", q["question"], mode=mode, top=5).sources[0]
+        assert (top.file, top.page) == (q["doc"], q["pages"][0]), (mode, top.file, top.page, top.scores)
+    assert top.scores["bm25"] == pytest.approx(100.0)  # the leader
