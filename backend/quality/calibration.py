@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from backend.errors import DocLensError
+from backend.quality.paper_split import HELD_OUT, TUNE, paper_half
 from backend.retrieval.confidence import CALIBRATION_FILE, FEATURES, confidence_from_features, load_calibration
 
 
@@ -107,9 +108,13 @@ def found(detail: dict) -> bool:
     return detail["metrics"]["answer_hit@5"] > 0
 
 
-def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: Path = CALIBRATION_FILE) -> dict:
+def calibrate_from_reports(
+    paths: Sequence[Path], mode: str = "rerank", target: Path = CALIBRATION_FILE, hold_out: bool = False
+) -> dict:
     """Fit confidence = P(found in the top 5) on the per-question details of eval reports, and save it;
-    the fit is then checked on each report's answerable questions, left-out ones and their mix."""
+    the fit is then checked on each report's answerable questions, left-out ones and their mix.
+    ``hold_out``: fit on the questions of one half of the documents only (``paper_split``) and check on
+    the other half, which the fit never saw."""
     per_report: dict[str, dict[str, list[dict]]] = {}
     for path in paths:
         report = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -118,30 +123,47 @@ def calibrate_from_reports(paths: Sequence[Path], mode: str = "rerank", target: 
         if not details:
             raise DocLensError(f"{path}: no per-question details for mode {mode}; run eval with --details")
         per_report[Path(path).name] = {"answerable": details, "left_out": all_details.get(f"{mode}-unanswerable", [])}
-    every = [d for parts in per_report.values() for rows in parts.values() for d in rows]
+    every = _in_half(_all(per_report), TUNE if hold_out else None)
     model = fit_calibration([_features_of(d) for d in every], [found(d) for d in every])
     model["fitted_on"] = {
         "questions": len(every),
         "mode": mode,
         "label": "found in the top 5",
         "reports": list(per_report),
+        "documents": f"the {TUNE} half (paper_split)" if hold_out else "all",
     }
     target.write_text(json.dumps(model, indent=2) + "\n", encoding="utf-8")
     load_calibration.cache_clear()
 
-    def refitted(rows: list[dict]) -> list[dict]:
-        return [{"confidence": confidence_from_features(_features_of(d), model), "found": found(d)} for d in rows]
+    def checked(rows: list[dict]) -> list[dict]:
+        unseen = _in_half(rows, HELD_OUT if hold_out else None)
+        return [{"confidence": confidence_from_features(_features_of(d), model), "found": found(d)} for d in unseen]
 
     # One fit for every language pair: the check is reported per report (per set and direction) too.
     return {
         "questions": len(every),
         "path": str(target),
-        "reliability": calibration_splits(refitted(every), [])["answerable"],
+        "checked_on": f"the {HELD_OUT} half" if hold_out else "the questions fitted on",
+        "reliability": calibration_splits(checked(_all(per_report)), [])["answerable"],
         "per_report": {
-            name: calibration_splits(refitted(parts["answerable"]), refitted(parts["left_out"]))
+            name: calibration_splits(checked(parts["answerable"]), checked(parts["left_out"]))
             for name, parts in per_report.items()
         },
     }
+
+
+def _all(per_report: dict[str, dict[str, list[dict]]]) -> list[dict]:
+    return [d for parts in per_report.values() for rows in parts.values() for d in rows]
+
+
+def _in_half(rows: list[dict], half: str | None) -> list[dict]:
+    """The questions on documents of ``half`` (None: all); a report made before details named their
+    document cannot be split."""
+    if half is None:
+        return rows
+    if rows and "doc" not in rows[0]:
+        raise DocLensError("these eval reports do not name each question's document: run eval again to hold out")
+    return [d for d in rows if paper_half(d["doc"]) == half]
 
 
 def _features_of(detail: dict) -> dict[str, float]:
@@ -155,6 +177,6 @@ def worst_band(calibration: dict, min_questions: int = 50) -> float:
     return round(max(gaps), 3) if gaps else 0.0
 
 
-def calibrate(reports: Sequence[Path], mode: str = "rerank") -> dict[str, Any]:
+def calibrate(reports: Sequence[Path], mode: str = "rerank", hold_out: bool = False) -> dict[str, Any]:
     """Fit the confidence on eval reports and save it (see :func:`calibrate_from_reports`)."""
-    return calibrate_from_reports([Path(p) for p in reports], mode=mode)
+    return calibrate_from_reports([Path(p) for p in reports], mode=mode, hold_out=hold_out)

@@ -59,6 +59,11 @@ def add_question_commands(sub, common) -> None:
     )
     p.add_argument("reports", nargs="+", metavar="REPORT.json")
     p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
+    p.add_argument(
+        "--hold-out",
+        action="store_true",
+        help="fit on one half of the documents (paper_split) and check on the other, which the fit never saw",
+    )
     p.set_defaults(handler=cmd_calibrate)
     p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
     p.add_argument("--kb", required=True)
@@ -143,8 +148,8 @@ def cmd_eval(args, settings: Settings) -> int:
 def cmd_calibrate(args, settings: Settings) -> int:
     from backend.quality.calibration import calibrate
 
-    result = calibrate([Path(p) for p in args.reports], mode=args.mode)
-    print(f"fitted on {result['questions']} questions; wrote {result['path']}")
+    result = calibrate([Path(p) for p in args.reports], mode=args.mode, hold_out=args.hold_out)
+    print(f"fitted on {result['questions']} questions; wrote {result['path']}; checked on {result['checked_on']}")
     print(f"ECE {result['reliability']['ece']}")
     for row in result["reliability"]["bins"]:
         print(f"  shown {row['confidence']:.2f}  correct {row['accuracy']:.2f}  n={row['n']}")

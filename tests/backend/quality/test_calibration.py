@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from backend.errors import DocLensError
 from backend.quality.calibration import (
     auroc,
     calibrate_from_reports,
@@ -83,3 +84,32 @@ def test_a_mix_that_reads_calibrated_is_checked_on_each_half():
 def test_found_reads_the_label_of_the_set():
     assert found({"found": True, "metrics": {"answer_hit@5": 0.0}})  # a page-scored set: a gold page in the top 5
     assert not found({"metrics": {"answer_hit@5": 0.0}}) and found({"metrics": {"answer_hit@5": 1.0}})
+
+
+def test_a_held_out_fit_never_sees_the_documents_it_is_checked_on(tmp_path):
+    """Issue 30: fit on one half of the documents, check on the other (paper_split)."""
+    from backend.quality.paper_split import HELD_OUT, TUNE, paper_half
+
+    names = [f"doc_{i:02d}.pdf" for i in range(40)]
+    tune = [n for n in names if paper_half(n) == TUNE][:2]
+    held = [n for n in names if paper_half(n) == HELD_OUT][:2]
+    strong, weak = dict.fromkeys(FEATURES, 0.9), dict.fromkeys(FEATURES, 0.1)
+    details = [
+        {
+            "features": strong if i % 2 else weak,
+            "metrics": {"answer_hit@5": float(i % 2)},
+            "confidence": 0.0,
+            "doc": doc,
+        }
+        for doc in tune + held
+        for i in range(20)
+    ]
+    path = tmp_path / "set.json"
+    path.write_text(json.dumps({"details": {"rerank": details}}))
+    result = calibrate_from_reports([path], target=tmp_path / "calibration.json", hold_out=True)
+    assert result["questions"] == 40  # the tune half's questions only
+    assert result["per_report"]["set.json"]["answerable"]["n"] == 40 and result["checked_on"] == "the held-out half"
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"details": {"rerank": [{k: v for k, v in d.items() if k != "doc"} for d in details]}}))
+    with pytest.raises(DocLensError, match="do not name each question's document"):
+        calibrate_from_reports([old], target=tmp_path / "calibration.json", hold_out=True)
