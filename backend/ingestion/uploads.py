@@ -47,14 +47,19 @@ def keep_apart(item: UploadItem, same_upload: bool, taken: Callable[[str], bool]
         )
     else:
         return False
-    stem, dot, ext = item.name.rpartition(".")
-    if not dot or not stem:
-        stem, ext = item.name, ""
-    numbered = (clean_file_name(f"{stem} ({n})" + (f".{ext}" if ext else "")) for n in itertools.count(2))
-    new = next(name for name in numbered if not taken(name))
+    new = numbered_name(item.name, taken)
     item.kept_apart = f"{why}: this one is kept beside it as '{new}' (delete the other if this one replaces it)"
     item.name = new
     return True
+
+
+def numbered_name(name: str, taken: Callable[[str], bool]) -> str:
+    """``<name> (2).pdf``, ``(3)``, …: the first one not ``taken``."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        stem, ext = name, ""
+    numbered = (clean_file_name(f"{stem} ({n})" + (f".{ext}" if ext else "")) for n in itertools.count(2))
+    return next(candidate for candidate in numbered if not taken(candidate))
 
 
 def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]] = None) -> list[UploadItem]:

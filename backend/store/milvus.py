@@ -314,6 +314,12 @@ class MilvusStore(VectorStore):
             batch = [row_to_entity(r, legacy=name in self._legacy) for r in rows[start : start + INSERT_BATCH]]
             self._call(f"insert into {name}", self._client.insert, name, batch)
 
+    def upsert(self, name: str, rows: Sequence[ChunkRow]) -> None:
+        self.load(name)
+        for start in range(0, len(rows), INSERT_BATCH):
+            batch = [row_to_entity(r, legacy=name in self._legacy) for r in rows[start : start + INSERT_BATCH]]
+            self._call(f"upsert into {name}", self._client.upsert, name, batch)
+
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None:
         ids = list(doc_ids)
         if not ids:
