@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import threading
 from pathlib import Path
 
@@ -24,7 +25,9 @@ def add_sync_command(sub, common) -> None:
     p.add_argument("folder", metavar="FOLDER")
     p.add_argument("--dry-run", action="store_true", help="only print what would be done")
     p.add_argument(
-        "--watch", action="store_true", help="keep syncing until Ctrl-C (every sync.poll_seconds, default 2 s)"
+        "--watch",
+        action="store_true",
+        help="keep syncing until Ctrl-C or SIGTERM (every sync.poll_seconds, default 2 s)",
     )
     p.set_defaults(handler=cmd_sync)
 
@@ -65,11 +68,15 @@ def _watch(service, kb: str, folder: Path, progress, tell) -> int:
         progress.write(f"error: {message}")
 
     progress.write(f"watching {folder} (Ctrl-C stops)")
+    # SIGTERM (a service manager, `kill`): the look in progress finishes first
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
         service.watch_folder(kb, folder, stop, on_plan, progress=progress, on_action=tell, on_error=on_error)
     except KeyboardInterrupt:  # the document in flight was rolled back; the next sync finishes the job
         stop.set()
-        progress.write("stopped watching")
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    progress.write("stopped watching")
     return 0
 
 
