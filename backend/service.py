@@ -280,29 +280,17 @@ class DocLens:
         files added, changed ones replaced, renamed ones renamed (not embedded again), missing ones
         removed. ``on_action`` is told each action once done (or failed); ``dry_run`` only plans."""
         from backend.ingestion.ingestor import Ingestor
-        from backend.ingestion.sync import apply_plan, check_not_emptied, leave_out_failed
-        from backend.ingestion.sync_plan import list_folder, plan_sync
+        from backend.ingestion.sync import sync_folder
 
-        folder = Path(folder)
-        if not folder.is_dir():
-            raise DocLensError(f"{folder}: not a folder")
         kb = self.open_kb(kb_name)
-        files = list_folder(folder, hashes)  # read before the lock: an upload meanwhile does not wait for it
-        with self._ingest_lock, self.kbs.writing(kb):
-            plan = plan_sync(files, kb.registry.documents(status="complete"))
-            check_not_emptied(plan, kb, folder)
-            leave_out_failed(plan, leave_out or set())
-            if dry_run or plan.in_sync:
-                return plan
 
-            def ingest(items, on_result):
-                return Ingestor(self.settings, self.embedder).run(kb, items, progress, on_result=on_result)
+        def ingest(items, on_result):
+            return Ingestor(self.settings, self.embedder).run(kb, items, progress, on_result=on_result)
 
-            try:
-                apply_plan(kb, plan, ingest, on_action)
-            finally:
-                self.kbs.seal(kb)
-        return plan
+        locks = (self._ingest_lock, self.kbs.writing(kb))  # as an upload holds them
+        return sync_folder(
+            kb, Path(folder), ingest, locks, lambda: self.kbs.seal(kb), dry_run, hashes, leave_out, on_action
+        )
 
     def watch_folder(
         self,

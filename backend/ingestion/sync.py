@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 import threading
+from contextlib import ExitStack
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, ContextManager, Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.ingestion.sync_plan import (
@@ -20,9 +21,12 @@ from backend.ingestion.sync_plan import (
     RENAME,
     REPLACE,
     SKIPPED,
+    HashCache,
     SyncAction,
     SyncPlan,
     folder_signatures,
+    list_folder,
+    plan_sync,
 )
 from backend.ingestion.uploads import UploadItem
 from backend.knowledge_bases.open_kb import OpenKB
@@ -31,6 +35,37 @@ from backend.types import IngestResult
 log = logging.getLogger(__name__)
 ActionCallback = Callable[[SyncAction], None]
 IngestItems = Callable[[list[UploadItem], Callable[[int, IngestResult], None]], list[IngestResult]]
+
+
+def sync_folder(
+    kb: OpenKB,
+    folder: Path,
+    ingest: IngestItems,
+    locks: Sequence[ContextManager],
+    seal: Callable[[], None],
+    dry_run: bool = False,
+    hashes: Optional[HashCache] = None,
+    leave_out: Optional[set[tuple[str, str]]] = None,
+    on_action: Optional[ActionCallback] = None,
+) -> SyncPlan:
+    """The folder listed (before the locks: an upload meanwhile does not wait for the hashing), then,
+    holding ``locks``, planned and (unless ``dry_run``) carried out; ``seal`` once rows were written."""
+    if not folder.is_dir():
+        raise DocLensError(f"{folder}: not a folder")
+    files = list_folder(folder, hashes)
+    with ExitStack() as held:
+        for lock in locks:
+            held.enter_context(lock)
+        plan = plan_sync(files, kb.registry.documents(status="complete"))
+        check_not_emptied(plan, kb, folder)
+        leave_out_failed(plan, leave_out or set())
+        if dry_run or plan.in_sync:
+            return plan
+        try:
+            apply_plan(kb, plan, ingest, on_action)
+        finally:
+            seal()
+    return plan
 
 
 def check_not_emptied(plan: SyncPlan, kb: OpenKB, folder: Path) -> None:
