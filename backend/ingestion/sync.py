@@ -106,7 +106,7 @@ def _index(actions: list[SyncAction], ingest: IngestItems, tell: ActionCallback)
         action.detail = (result.error or result.status) + kept
         tell(action)
 
-    items = [UploadItem(a.source.path, a.name) for a in actions if a.source is not None]
+    items = [UploadItem(a.source.path, a.name, exact=True) for a in actions if a.source is not None]
     ingest(items, on_result)
 
 

@@ -28,6 +28,7 @@ class UploadItem:
     path: Path
     name: str  # the name the user knows the file by (the name it is stored under, once kept apart)
     kept_apart: str = ""  # why it is stored under a new name beside a different file of its name
+    exact: bool = False  # its name is the document's own, never a cut one (``sync``): never kept apart
 
 
 def may_be_cut(name: str) -> bool:
@@ -38,6 +39,8 @@ def may_be_cut(name: str) -> bool:
 def keep_apart(item: UploadItem, same_upload: bool, taken: Callable[[str], bool]) -> bool:
     """For a file whose name a different stored file has: rename it ``<name> (2).pdf`` … (the first name
     not ``taken``) when the two may not share the name really (see the module docstring); True if so."""
+    if item.exact:
+        return False
     if same_upload:
         why = f"another file of this upload is called '{item.name}' too"
     elif may_be_cut(item.name):

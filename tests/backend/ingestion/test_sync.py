@@ -84,6 +84,21 @@ def test_sync_adds_replaces_renames_removes_then_has_nothing_to_do(service, kb, 
     assert third.in_sync and {a.kind for a in third.actions} == {"unchanged"}
 
 
+def test_a_long_name_is_replaced_in_place_not_kept_apart(service, kb, tmp_path):
+    """Uploads keep a changed file of a 200-byte name apart (the client may have cut it); a folder's
+    names are whole, so sync replaces it, and a second sync has nothing to do."""
+    folder = tmp_path / "papers"
+    long_name = "数据" * 32 + "x" * 4 + ".pdf"
+    assert len(long_name.encode()) == 200
+    put(folder, long_name, "basalt")
+    service.sync(kb, folder)
+    put(folder, long_name, "granite")
+    assert outcome(service.sync(kb, folder)) == [("replace", long_name, "done")]
+    assert [d.file for d in service.documents(kb)] == [long_name]
+    assert service.sync(kb, folder).in_sync
+    assert_consistent(service, kb)
+
+
 def test_a_dry_run_changes_nothing(service, kb, tmp_path):
     folder = tmp_path / "papers"
     put(folder, "a.pdf", "basalt")
