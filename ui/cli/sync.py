@@ -87,7 +87,7 @@ def _planned_lines(plan, dry_run: bool) -> list[str]:
 
 def action_line(action) -> str:
     if action.status == "failed":
-        return f"{'failed':9} {action.name}: {action.detail}"
+        return f"{'failed':9} {action.name}: {action.detail.removeprefix(action.name + ': ')}"  # named once
     if action.kind in NOTED:
         return f"{'skipped':9} {action.source.relative}: {action.kind}: {action.detail}"
     verb = DONE[action.kind] if action.status == "done" else PLANNED[action.kind]
