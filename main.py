@@ -1,4 +1,4 @@
-"""DocLens entry point: ``python main.py [serve|kb|ingest|docs|rm|figures|search|ask|summary|eval|selftest] --help``."""
+"""DocLens entry point: ``python main.py [serve|kb|ingest|sync|docs|rm|figures|search|ask|summary|eval|selftest] --help``."""
 
 import os
 import sys

@@ -9,7 +9,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
 
 from backend import text
 from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
@@ -34,6 +34,7 @@ from backend.types import (
 
 if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on first use
     from backend.embedding.base import Embedder
+    from backend.ingestion.sync_plan import HashCache, SyncAction, SyncPlan
     from backend.llm.client import LLMClient
     from backend.retrieval.retriever import Retriever
 
@@ -262,6 +263,59 @@ class DocLens:
                 return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel)
             finally:  # fresh rows go into indexed segments now, not on the next restart
                 self.kbs.seal(kb)
+
+    # -- a folder kept in sync -----------------------------------------------------------------
+
+    def sync(
+        self,
+        kb_name: str,
+        folder: Path,
+        dry_run: bool = False,
+        progress: Optional[ProgressCallback] = None,
+        on_action: Optional[Callable[[SyncAction], None]] = None,
+        hashes: Optional[HashCache] = None,
+        leave_out: Optional[set[tuple[str, str]]] = None,
+    ) -> SyncPlan:
+        """Make the knowledge base hold exactly the folder's PDFs (``backend/ingestion/sync_plan.py``): new
+        files added, changed ones replaced, renamed ones renamed (not embedded again), missing ones
+        removed. ``on_action`` is told each action once done (or failed); ``dry_run`` only plans."""
+        from backend.ingestion.ingestor import Ingestor
+        from backend.ingestion.sync import sync_folder
+
+        kb = self.open_kb(kb_name)
+
+        def ingest(items, on_result):
+            return Ingestor(self.settings, self.embedder).run(kb, items, progress, on_result=on_result)
+
+        locks = (self._ingest_lock, self.kbs.writing(kb))  # as an upload holds them
+        return sync_folder(
+            kb, Path(folder), ingest, locks, lambda: self.kbs.seal(kb), dry_run, hashes, leave_out, on_action
+        )
+
+    def watch_folder(
+        self,
+        kb_name: str,
+        folder: Path,
+        stop: threading.Event,
+        on_plan: Callable[[SyncPlan], None],
+        progress: Optional[ProgressCallback] = None,
+        on_action: Optional[Callable[[SyncAction], None]] = None,
+        on_error: Optional[Callable[[str], None]] = None,
+    ) -> None:
+        """``sync`` every ``sync.poll_seconds`` until ``stop`` is set; a file that failed is tried again
+        once it changes. ``on_plan`` gets each look's plan, done."""
+        from backend.ingestion.sync import failed_files, watch
+        from backend.ingestion.sync_plan import HashCache
+
+        hashes, failed = HashCache(), set[tuple[str, str]]()
+
+        def once() -> SyncPlan:
+            plan = self.sync(kb_name, folder, progress=progress, on_action=on_action, hashes=hashes, leave_out=failed)
+            failed.update(failed_files(plan))
+            on_plan(plan)
+            return plan
+
+        watch(Path(folder), once, self.settings.sync.poll_seconds, stop, on_error or log.warning)
 
     # -- questions ----------------------------------------------------------------------------
 

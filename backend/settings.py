@@ -84,6 +84,10 @@ class IngestSettings(_Section):
     embed_group_chunks: int = Field(default=64, ge=1)  # small documents are embedded together up to this many chunks
 
 
+class SyncSettings(_Section):
+    poll_seconds: float = Field(default=2.0, gt=0)  # `sync --watch`: how often the folder is looked at
+
+
 class RetrievalSettings(_Section):
     dense_top_n: int = Field(default=30, ge=1, le=1000)
     keyword_top_n: int = Field(default=30, ge=1, le=1000)
@@ -176,6 +180,7 @@ class Settings(_Section):
     embedding: EmbeddingSettings = EmbeddingSettings()
     ocr: OCRSettings = OCRSettings()
     ingest: IngestSettings = IngestSettings()
+    sync: SyncSettings = SyncSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     rerank: RerankSettings = RerankSettings()
     rerank_cross: CrossRerankSettings = CrossRerankSettings()

@@ -69,10 +69,11 @@ class _Upload:
     embedded together: a paper of a few pages has two batches of chunks, too few to keep both of
     OpenVINO's streams busy, so small documents are embedded in one call (``ingest.embed_group_chunks``)."""
 
-    def __init__(self, kb: OpenKB, items: list[UploadItem], cancel: Optional[threading.Event]) -> None:
+    def __init__(self, kb: OpenKB, items: list[UploadItem], cancel: Optional[threading.Event], on_result) -> None:
         self.kb = kb
         self.items = items
         self.cancel = cancel
+        self.on_result = on_result
         self.results: list[Optional[IngestResult]] = [None] * len(items)
         self.waiting: list[_Job] = []
 
@@ -100,8 +101,9 @@ class Ingestor:
         items: list[UploadItem],
         progress: Optional[ProgressCallback] = None,
         cancel: Optional[threading.Event] = None,
+        on_result: Optional[Callable[[int, IngestResult], None]] = None,  # each file's result once known
     ) -> list[IngestResult]:
-        upload = _Upload(kb, items, cancel)
+        upload = _Upload(kb, items, cancel, on_result)
         ahead = ReadAhead(items, self.settings, cancel)
         try:
             for index, item in enumerate(items, 1):
@@ -387,6 +389,8 @@ def _record(upload: _Upload, slot: int, result: IngestResult, seconds: float) ->
     upload.results[slot] = result
     upload.waiting = [job for job in upload.waiting if job.slot != slot]
     log.info("%s: %s (%s)", result.file, result.status, result.error or f"{result.chunks} chunks")
+    if upload.on_result is not None:
+        upload.on_result(slot, result)
 
 
 def _document_specific(exc: BaseException) -> bool:

@@ -28,6 +28,7 @@ class UploadItem:
     path: Path
     name: str  # the name the user knows the file by (the name it is stored under, once kept apart)
     kept_apart: str = ""  # why it is stored under a new name beside a different file of its name
+    exact: bool = False  # its name is the document's own, never a cut one (``sync``): never kept apart
 
 
 def may_be_cut(name: str) -> bool:
@@ -38,6 +39,8 @@ def may_be_cut(name: str) -> bool:
 def keep_apart(item: UploadItem, same_upload: bool, taken: Callable[[str], bool]) -> bool:
     """For a file whose name a different stored file has: rename it ``<name> (2).pdf`` … (the first name
     not ``taken``) when the two may not share the name really (see the module docstring); True if so."""
+    if item.exact:
+        return False
     if same_upload:
         why = f"another file of this upload is called '{item.name}' too"
     elif may_be_cut(item.name):
@@ -47,14 +50,19 @@ def keep_apart(item: UploadItem, same_upload: bool, taken: Callable[[str], bool]
         )
     else:
         return False
-    stem, dot, ext = item.name.rpartition(".")
-    if not dot or not stem:
-        stem, ext = item.name, ""
-    numbered = (clean_file_name(f"{stem} ({n})" + (f".{ext}" if ext else "")) for n in itertools.count(2))
-    new = next(name for name in numbered if not taken(name))
+    new = numbered_name(item.name, taken)
     item.kept_apart = f"{why}: this one is kept beside it as '{new}' (delete the other if this one replaces it)"
     item.name = new
     return True
+
+
+def numbered_name(name: str, taken: Callable[[str], bool]) -> str:
+    """``<name> (2).pdf``, ``(3)``, …: the first one not ``taken``."""
+    stem, dot, ext = name.rpartition(".")
+    if not dot or not stem:
+        stem, ext = name, ""
+    numbered = (clean_file_name(f"{stem} ({n})" + (f".{ext}" if ext else "")) for n in itertools.count(2))
+    return next(candidate for candidate in numbered if not taken(candidate))
 
 
 def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]] = None) -> list[UploadItem]:

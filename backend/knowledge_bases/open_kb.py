@@ -26,6 +26,7 @@ from backend.store.base import ChunkRow, CollectionInfo, VectorStore
 from backend.types import DocumentInfo, Figure, PageText
 
 log = logging.getLogger(__name__)
+RENAME_BATCH = 512  # rows read back with their vectors and rewritten at a time (a filter of this many ids)
 
 
 @dataclass
@@ -117,6 +118,19 @@ class OpenKB:
         self.registry.mark_complete(
             doc_id, pages=page_count, ocr_pages=sum(p.ocr for p in pages), chunks=chunks, figures=len(figures)
         )
+
+    def rename_document(self, doc_id: str, file: str) -> None:
+        """A new name for a stored document, its vectors kept (nothing is embedded again). The rows are
+        rewritten first, the registry entry last: a crash in between leaves the old name, and renaming
+        again rewrites the same rows (their figures follow the entry: they are joined to it by doc_id)."""
+        rows = self.store.chunks(self.collection, doc_id=doc_id)
+        for start in range(0, len(rows), RENAME_BATCH):
+            batch = rows[start : start + RENAME_BATCH]
+            vectors = self.store.vectors(self.collection, [r.id for r in batch])
+            for row in batch:
+                row.filename, row.vector = file, vectors[row.id]
+            self.store.upsert(self.collection, batch)
+        self.registry.rename_document(doc_id, file)
 
     def remove_document(self, doc_id: str) -> None:
         """Rows first, then files, then the registry entry: a crash in between is cleaned up at start.

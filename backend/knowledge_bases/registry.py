@@ -84,6 +84,10 @@ class Registry:
                 (COMPLETE, pages, ocr_pages, chunks, figures, doc_id),
             )
 
+    def rename_document(self, doc_id: str, file: str) -> None:
+        with self._db() as db:
+            db.execute("UPDATE documents SET file=? WHERE doc_id=?", (file, doc_id))
+
     def mark_removing(self, doc_id: str) -> None:
         with self._db() as db:
             db.execute("UPDATE documents SET status=? WHERE doc_id=?", (REMOVING, doc_id))

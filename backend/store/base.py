@@ -80,6 +80,10 @@ class VectorStore(ABC):
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None: ...
 
     @abstractmethod
+    def upsert(self, name: str, rows: Sequence[ChunkRow]) -> None:
+        """Rows written over the rows of their ids (a renamed document's, with their own vectors)."""
+
+    @abstractmethod
     def seal(self, name: str) -> None:
         """After an upload: persist buffered rows into indexed segments, then ``warm``."""
 

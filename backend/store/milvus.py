@@ -111,10 +111,7 @@ class MilvusStore(VectorStore):
         return infos
 
     def describe(self, name: str) -> Optional[CollectionInfo]:
-        known = self._known.info(name)
-        if known is not None:
-            return known
-        return self._collection_info(name) if self.has_collection(name) else None
+        return self._known.info(name) or (self._collection_info(name) if self.has_collection(name) else None)
 
     def _collection_info(self, name: str) -> Optional[CollectionInfo]:
         try:
@@ -126,17 +123,13 @@ class MilvusStore(VectorStore):
         fields = {f["name"]: f for f in desc.get("fields", [])}
         if props.get(PROP_SCHEMA) not in READABLE_SCHEMAS or not set(fields) >= REQUIRED_FIELDS:
             return None
-        if "lang" in fields:
-            self._legacy.discard(name)
-        else:
-            self._legacy.add(name)
+        (self._legacy.discard if "lang" in fields else self._legacy.add)(name)  # schema 1 has no lang field
         dim = int((fields["dense"].get("params") or {}).get("dim", 0))
         return CollectionInfo(name=name, dim=dim, embedding_model=str(props.get(PROP_MODEL, "")))
 
     def has_collection(self, name: str) -> bool:
-        if self._known.info(name) is not None:
-            return True
-        return bool(self._call(f"check collection {name}", self._client.has_collection, name))
+        known = self._known.info(name) is not None
+        return known or bool(self._call(f"check collection {name}", self._client.has_collection, name))
 
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
         self._known.forget()
@@ -313,6 +306,12 @@ class MilvusStore(VectorStore):
         for start in range(0, len(rows), INSERT_BATCH):
             batch = [row_to_entity(r, legacy=name in self._legacy) for r in rows[start : start + INSERT_BATCH]]
             self._call(f"insert into {name}", self._client.insert, name, batch)
+
+    def upsert(self, name: str, rows: Sequence[ChunkRow]) -> None:
+        self.load(name)
+        for start in range(0, len(rows), INSERT_BATCH):
+            batch = [row_to_entity(r, legacy=name in self._legacy) for r in rows[start : start + INSERT_BATCH]]
+            self._call(f"upsert into {name}", self._client.upsert, name, batch)
 
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None:
         ids = list(doc_ids)

@@ -12,12 +12,14 @@ from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
 from ui.cli.output import emit_json, open_service, show_rows, write_json
 from ui.cli.questions import add_question_commands
+from ui.cli.sync import add_sync_command
 
 log = logging.getLogger(__name__)
 COMMANDS = {
     "serve",
     "kb",
     "ingest",
+    "sync",
     "docs",
     "rm",
     "figures",
@@ -140,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_kb_commands(sub, common)
     _add_document_commands(sub, common)
+    add_sync_command(sub, common)
     add_question_commands(sub, common)
     return parser
 

@@ -13,21 +13,36 @@ from backend.types import ProgressEvent
 class TerminalProgress:
     """Callable progress sink: one bar for the whole job, its label naming the file and stage."""
 
-    def __init__(self, enabled: bool = True):
+    def __init__(self, enabled: bool = True, lazy: bool = False):
         self.enabled = enabled
+        self.lazy = lazy  # a bar only while work is reported, closed when it is done (``sync``: often none)
         self._bar: Optional[tqdm] = None
 
     def __enter__(self) -> TerminalProgress:
-        if self.enabled:
-            self._bar = tqdm(total=1000, unit="", bar_format="{l_bar}{bar}| {elapsed}<{remaining}", file=sys.stderr)
+        if self.enabled and not self.lazy:
+            self._open()
         return self
+
+    def _open(self) -> None:
+        self._bar = tqdm(total=1000, unit="", bar_format="{l_bar}{bar}| {elapsed}<{remaining}", file=sys.stderr)
 
     def __exit__(self, *exc) -> None:
         if self._bar is not None:
             self._bar.close()
+            self._bar = None
+
+    def write(self, line: str) -> None:
+        """A result line on stdout, above the bar (not through it), at once (a script reads it as it comes)."""
+        tqdm.write(line, file=sys.stdout)
+        sys.stdout.flush()
 
     def __call__(self, event: ProgressEvent) -> None:
+        if self.enabled and self.lazy and self._bar is None and event.stage != "done":
+            self._open()
         if self._bar is None:
+            return
+        if self.lazy and event.stage == "done":
+            self.__exit__()
             return
         stage = {"parse": "page", "ocr": "OCR page", "embed": "embedding", "store": "storing"}.get(event.stage)
         label = f"[{event.file_index}/{event.file_count}] {event.file[:40]}"

@@ -11,6 +11,7 @@ import pypdfium2 as pdfium
 
 from backend.service import DocLens
 from tests.conftest import SAMPLES
+from tests.support.text_pdf import write_text_pdf
 
 PHYSICS = SAMPLES / "物理公式示例文档.pdf"
 BUSINESS = SAMPLES / "商业分析示例文档.pdf"
@@ -30,6 +31,12 @@ def variant(source: Path, folder: Path, tag: str) -> Path:
     target = folder / f"{source.stem}-{hashlib.sha1(tag.encode()).hexdigest()[:8]}.pdf"
     target.write_bytes(source.read_bytes() + f"\n% variant {tag}\n".encode())
     return target
+
+
+def one_page(folder: Path, word: str) -> Path:
+    """A small PDF of its own content: a different word, a different file."""
+    folder.mkdir(parents=True, exist_ok=True)
+    return write_text_pdf(folder / f"{word}.pdf", [[f"DocLens {word} sample: a page about {word} rock."]])
 
 
 def blank_pdf(path: Path) -> Path:

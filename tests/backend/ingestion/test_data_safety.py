@@ -23,11 +23,11 @@ from tests.backend.ingestion.support import (
     LAYOUT,
     PHYSICS,
     assert_consistent,
+    one_page,
     variant,
 )
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
-from tests.support.text_pdf import write_text_pdf
 
 NATIVE_20P = LAYOUT / "native_zh_en_20p.pdf"
 
@@ -77,12 +77,6 @@ def test_a_backslash_is_part_of_the_name_not_a_folder(service, kb):
     assert sorted(d.file for d in service.documents(kb)) == ["old\\report.pdf", "report.pdf"]
     assert {s.file for s in service.search(kb, "物理公式", doc="report.pdf").sources} == {"report.pdf"}
     assert_consistent(service, kb)
-
-
-def one_page(folder: Path, word: str) -> Path:
-    """A small PDF of its own content: a different word, a different file."""
-    folder.mkdir(parents=True, exist_ok=True)
-    return write_text_pdf(folder / f"{word}.pdf", [[f"DocLens {word} sample: a page about {word} rock."]])
 
 
 def test_two_different_files_of_one_name_in_one_upload_are_both_kept(service, kb, tmp_path):

@@ -257,3 +257,14 @@ def test_while_a_collection_loads_listings_are_answered_from_the_last_one(store)
         store.drop_collection("kb_71")
         assert not store.has_collection("kb_71")
     assert [info.name for info in store.list_collections()] == ["kb_72"]
+
+
+def test_upsert_rewrites_rows_in_place_keyword_index_included(store):
+    """A renamed document's rows get their new file name over their ids, vectors as they were."""
+    store.create_collection("kb_7570", DIM, "test-model")
+    store.insert("kb_7570", rows("d1", ["basalt lava flows", "granite plutons"]))
+    store.upsert("kb_7570", rows("d1", ["basalt lava flows", "granite plutons"], filename="renamed.pdf"))
+    assert store.count("kb_7570") == 2
+    assert {c.filename for c in store.chunks("kb_7570")} == {"renamed.pdf"}
+    assert [h.row.filename for h in store.keyword_search("kb_7570", "granite", 3)] == ["renamed.pdf"]
+    assert np.allclose(store.vectors("kb_7570", ["d1:1"])["d1:1"], vec(1), atol=1e-5)
