@@ -19,7 +19,7 @@ from backend.quality.metrics import SAMPLE_SEED, mean_metrics, percentile, quest
 from backend.quality.paper_split import HALVES, paper_half
 from backend.retrieval.confidence import features
 from backend.service import DocLens
-from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchMode, SearchResult
+from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchMode, SearchResult, Source
 
 log = logging.getLogger(__name__)
 
@@ -131,39 +131,7 @@ def _eval_mode(
 ) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
-        if not question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
-            details.append(
-                {
-                    "id": question["id"],
-                    "doc": question["doc"],
-                    "scanned": question["scanned"],
-                    "metrics": question_metrics([], question),
-                    "found": False,
-                    "abstained": False,  # nothing to search: no answer, and nothing to abstain from either
-                    "latency_ms": None,
-                    "confidence": 0.0,
-                    "features": features([]),
-                    "top5_chars": 0,
-                }
-            )
-            continue
-        exclude = [question["doc"]] if leave_out_gold else []
-        result: SearchResult = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
-        metrics = question_metrics(result.sources, question)
-        details.append(
-            {
-                "id": question["id"],
-                "doc": question["doc"],
-                "scanned": question["scanned"],
-                "metrics": metrics,
-                "found": found_in_top5(metrics, question),
-                "abstained": should_abstain(result, service.settings.confidence.abstain_below),
-                "latency_ms": result.latency_ms,
-                "confidence": result.confidence,
-                "features": features(result.sources),
-                "top5_chars": sum(len(s.text) for s in result.sources[:5]),
-            }
-        )
+        details.append(_question_detail(service, kb_name, question, mode, leave_out_gold))
         if progress is not None and (index % 20 == 0 or index == len(questions)):
             progress(
                 ProgressEvent(
@@ -185,6 +153,31 @@ def _eval_mode(
         "top5_chars": round(statistics.fmean(d["top5_chars"] for d in details), 1) if details else 0.0,
     }
     return summary, details
+
+
+def _question_detail(service: DocLens, kb_name: str, question: dict, mode: str, leave_out_gold: bool) -> dict:
+    """One question searched (with its document left out, if asked): its metrics and what the
+    confidence and the abstention made of it."""
+    result: Optional[SearchResult] = None
+    sources: list[Source] = []
+    if question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
+        exclude = [question["doc"]] if leave_out_gold else []
+        result = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
+        sources = result.sources
+    metrics = question_metrics(sources, question)
+    return {
+        "id": question["id"],
+        "doc": question["doc"],
+        "scanned": question["scanned"],
+        "metrics": metrics,
+        "found": found_in_top5(metrics, question),
+        # nothing searched: no answer, and nothing to abstain from either
+        "abstained": result is not None and should_abstain(result, service.settings.confidence.abstain_below),
+        "latency_ms": result.latency_ms if result else None,
+        "confidence": result.confidence if result else 0.0,
+        "features": features(sources),
+        "top5_chars": sum(len(s.text) for s in sources[:5]),
+    }
 
 
 def abstention_rates(answerable: list[dict], left_out: list[dict], threshold: float) -> dict[str, Any]:
