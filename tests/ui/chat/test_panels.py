@@ -7,7 +7,7 @@ from ui.chat.panels import SIGNALS, score_chart_html
 
 def test_the_chart_shows_every_reranker_signal_bm25_included():
     source = Source(file="a.pdf", doc_id="a", page=3, page_end=3, chunk_index=0, text="t", relevance=80.0)
-    source.scores = {name: 50.0 for name in (*composite.SIGNALS, composite.DOCUMENT)}
+    source.scores = dict.fromkeys((*composite.SIGNALS, composite.DOCUMENT), 50.0)
     source.scores["bm25"] = 100.0
     chart = score_chart_html([source])
     assert set(source.scores) <= set(SIGNALS)
