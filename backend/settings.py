@@ -114,7 +114,7 @@ class RerankSettings(_Section):
     length: float = Field(default=0.12, ge=0)
     rank: float = Field(default=0.10, ge=0)
     entity: float = Field(default=0.05, ge=0)
-    bm25: float = Field(default=0.20, ge=0)
+    bm25: float = Field(default=0.15, ge=0)
     # the bm25 weight when the question names a document (and no page): the keyword search inside one paper
     # finds its rare terms' passage more surely than the cosine, which every passage of the paper shares
     bm25_named_document: float = Field(default=0.20, ge=0)

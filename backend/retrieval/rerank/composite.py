@@ -45,7 +45,6 @@ def rerank(
     cross = cross or CrossRerankSettings()
     if names_document:
         weights = weights.model_copy(update={"bm25": weights.bm25_named_document})
-    total_weight = sum(getattr(weights, s) for s in SIGNALS) or 1.0
     idfs: dict[str, dict[str, float]] = {}
     for rank, source in enumerate(candidates, 1):
         asked = question_plan.question_for(source.lang) if question_plan else question
@@ -72,10 +71,19 @@ def rerank(
             "entity": entity_score(asked, source.text),
             "bm25": bm25_score(source.bm25_lead),
         }
-        source.relevance = sum(getattr(weights, s) * source.scores[s] for s in SIGNALS) / total_weight
+        source.relevance = own_relevance(source.scores, weights, has_bm25=source.bm25_lead > 0)
         source.relevance *= kind_factor(question, source.kind, weights.references)
     with_document(candidates, weights.document)
     return sorted(candidates, key=lambda s: -s.relevance)
+
+
+def own_relevance(scores: dict[str, float], weights: RerankSettings, has_bm25: bool = True) -> float:
+    """The weighted mean of the signals. A passage the keyword search did not return has no BM25 score to
+    compare with the leader's: the bm25 signal abstains there instead of counting as 0, which pushed the
+    paraphrased passages only the dense search finds below every keyword hit (dev-en lost 0.01 mrr)."""
+    counted = [s for s in SIGNALS if has_bm25 or s != "bm25"]
+    total = sum(getattr(weights, s) for s in counted) or 1.0
+    return sum(getattr(weights, s) * scores[s] for s in counted) / total
 
 
 def with_document(candidates: Sequence[Source], share: float) -> None:

@@ -1,10 +1,12 @@
-"""The chat's side panels (ui/chat/panels.py): the confidence panel of an answer that abstains."""
+"""The chat's side panels (ui/chat/panels.py): the confidence panel of an answer that abstains, and the
+score chart."""
 
 from __future__ import annotations
 
 from backend.answering.abstention import abstained_answer
+from backend.retrieval.rerank import composite
 from backend.types import SearchResult, Source
-from ui.chat.panels import confidence_html, extractive_markdown
+from ui.chat.panels import SIGNALS, confidence_html, extractive_markdown, score_chart_html
 
 QUESTION = "What was the stock price of Apple in 1850?"
 SOURCE = Source("notes.pdf", "d1", 2, 2, 0, "Apples are harvested in autumn.", relevance=31.0, chunk_id="c1")
@@ -27,3 +29,14 @@ def test_the_abstention_notice_reads_in_the_page_language():
     assert english.startswith("_Your documents do not seem to hold the answer to this question (confidence 8%).")
     assert "notes.pdf" in english and "> Apples are harvested in autumn." in english
     assert chinese.startswith("_您的文档中似乎没有这个问题的答案（置信度 8%）。") and "Your documents" not in chinese
+
+
+def test_the_chart_shows_every_reranker_signal_bm25_included():
+    source = Source(file="a.pdf", doc_id="a", page=3, page_end=3, chunk_index=0, text="t", relevance=80.0)
+    source.scores = dict.fromkeys((*composite.SIGNALS, composite.DOCUMENT), 50.0)
+    source.scores["bm25"] = 100.0
+    chart = score_chart_html([source])
+    assert set(source.scores) <= set(SIGNALS)
+    assert chart.count("dl-bar-row") == len(source.scores)
+    assert ">BM25<" in chart and 'dl-bm25" style="width:100%"' in chart
+    assert "得分构成" in score_chart_html([source], lang="zh") and ">BM25<" in score_chart_html([source], lang="zh")

@@ -15,7 +15,7 @@ ARXIV = BENCH / "arxiv-dev"
 PAPERS = ["0803.1139v1", "1301.0676v5"]  # a 4-page and a 20-page paper, formulas in the longer one
 
 
-def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
+def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d", bm25_lead=None):
     return Source(
         file=f"{doc}.pdf",
         doc_id=doc,
@@ -26,6 +26,7 @@ def source(text, similarity=None, dense_rank=None, keyword_rank=None, doc="d"):
         similarity=similarity,
         dense_rank=dense_rank,
         keyword_rank=keyword_rank,
+        bm25_lead=bm25_lead if bm25_lead is not None else (1.0 / keyword_rank if keyword_rank else 0.0),
     )
 
 
@@ -40,7 +41,9 @@ def test_signals_are_bounded_and_relevance_is_their_weighted_mean():
     for s in ranked:
         assert set(s.scores) == {*composite.SIGNALS, composite.DOCUMENT}
         assert all(0.0 <= v <= 100.0 for v in s.scores.values())
-        assert s.relevance == pytest.approx(sum(s.scores[name] for name in composite.SIGNALS) / 7)
+        # a passage the keyword search did not return has no BM25 to compare: the signal abstains
+        counted = [n for n in composite.SIGNALS if s.keyword_rank or n != "bm25"]
+        assert s.relevance == pytest.approx(sum(s.scores[name] for name in counted) / len(counted))
         assert 0.0 <= s.relevance <= 100.0
     assert ranked[0].text.startswith("Super Bowl 50")
 
@@ -63,13 +66,23 @@ def test_a_passage_beside_the_best_match_outranks_a_look_alike_from_another_docu
     )
 
 
+def test_the_bm25_signal_ranks_the_keyword_leader_first_and_spares_dense_only_passages():
+    text = "The estimator converges almost surely under the moment condition on the loss."
+    leader, follower = source(text, 0.85, 2, 1, bm25_lead=1.0), source(text, 0.85, 1, 2, bm25_lead=0.4)
+    dense_only = source(text, 0.85, 3, None)
+    ranked = composite.rerank("When does the estimator converge?", [follower, leader, dense_only], RerankSettings())
+    assert ranked[0] is leader and leader.scores["bm25"] == 100.0 and follower.scores["bm25"] == 40.0
+    without = composite.own_relevance(dense_only.scores, RerankSettings(bm25=0), has_bm25=False)
+    assert dense_only.scores["bm25"] == 0.0
+    assert composite.own_relevance(dense_only.scores, RerankSettings(), has_bm25=False) == pytest.approx(without)
+
+
 def test_without_the_document_share_the_relevance_is_the_passage_own():
     candidates = [source("alpha beta gamma " * 10, 0.85, 1, 1, "a"), source("alpha " * 30, 0.75, 2, None, "a")]
     ranked = composite.rerank("alpha beta gamma?", candidates, RerankSettings(document=0))
     weights = RerankSettings()
-    own = sum(getattr(weights, name) * ranked[1].scores[name] for name in composite.SIGNALS) / sum(
-        getattr(weights, name) for name in composite.SIGNALS
-    )
+    counted = [name for name in composite.SIGNALS if name != "bm25"]  # not a keyword hit: bm25 abstains
+    own = sum(getattr(weights, n) * ranked[1].scores[n] for n in counted) / sum(getattr(weights, n) for n in counted)
     assert ranked[1].relevance == pytest.approx(own)
 
 
