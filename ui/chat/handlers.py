@@ -78,7 +78,7 @@ def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
 
 
 def source_state(sources: list[Source]) -> list[dict[str, Any]]:
-    return [{"file": s.file, "page": s.page, "text": s.text} for s in sources]
+    return [{"file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance} for s in sources]
 
 
 class ChatHandlers:
@@ -274,8 +274,12 @@ class ChatHandlers:
         answer_sources: list[list[dict[str, Any]]],
         request: gr.Request = None,
     ) -> Any:
-        """A row of the sources table (the last answer's) was clicked. Output: page preview."""
-        return self._show_source(answer_sources[-1] if answer_sources else [], index, kb, request)
+        """A row of the sources table (the last answer's, in ``panels.table_order``) was clicked. Output: page
+        preview."""
+        sources = answer_sources[-1] if answer_sources else []
+        order = panels.table_order([float(s.get("relevance", 0.0)) for s in sources])
+        row = int(index) if index is not None and 0 <= int(index) < len(order) else None
+        return self._show_source(sources, None if row is None else order[row], kb, request)
 
     def show_cited(
         self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]], request: gr.Request = None

@@ -1,0 +1,62 @@
+"""The Chat tab in a real browser (Debian chromium + Playwright), on a knowledge base of the physics
+sample: the sources table's order. Outside CI skipped when
+/usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.ui import browser_support as ui
+from tests.ui.conftest import SAMPLE_PDF, RunningApp, open_browsers
+
+pytestmark = pytest.mark.slow
+ui.skip_without_chromium()
+
+KB = "chat-walk"
+
+
+@pytest.fixture(scope="module")
+def physics_kb(doclens_app: RunningApp, browsers) -> str:
+    """A knowledge base holding the physics sample, uploaded through the page once for the module."""
+    page = browsers()
+    page.goto(doclens_app.url)
+    ui.open_tab(page, "Knowledge base")
+    ui.create_kb(page, KB)
+    ui.choose_files(page, SAMPLE_PDF)
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=ui.INGEST_TIMEOUT_MS)
+    page.close()
+    return KB
+
+
+@pytest.fixture(scope="module")
+def browsers(tmp_path_factory):
+    """Module-wide browsers (the KB is uploaded once); see tests/ui/conftest.py's ``browsers``."""
+    with open_browsers(tmp_path_factory.mktemp("chat-profiles")) as opener:
+        yield opener
+
+
+def chat_on(page, url: str, kb: str) -> None:
+    page.goto(url)
+    page.locator("#chatbot").wait_for()
+    ui.wait_idle(page)
+    if page.locator("#kb-select input").input_value() != kb:
+        ui.choose(page, "kb-select", kb)
+        ui.wait_idle(page)
+
+
+def test_the_sources_table_is_in_relevance_order(doclens_app: RunningApp, physics_kb: str, browsers) -> None:
+    """Issue 26 item 3: the table read 75 %, 70 %, 63 %, 66 %: rows go by the relevance they show."""
+    page = browsers()
+    chat_on(page, doclens_app.url, physics_kb)
+    ui.choose(page, "doc-filter", SAMPLE_PDF.name)
+    ui.ask(page, "第2页的简谐振子能级公式")
+    rows = ui.source_rows(page, SAMPLE_PDF.name)
+    cells = [rows.nth(i).locator("td").all_inner_texts() for i in range(rows.count())]
+    shown = [int(row[3].strip().rstrip("%")) for row in cells]
+    assert len(shown) >= 2 and shown == sorted(shown, reverse=True), cells
+    rows.first.click()
+    page.locator("#page-preview img").wait_for()
+    label = page.locator("#page-preview").inner_text()
+    assert f"[{cells[0][0].strip()}]" in label, (label, cells[0])
