@@ -20,12 +20,7 @@ KB = "chat-walk"
 def physics_kb(doclens_app: RunningApp, browsers) -> str:
     """A knowledge base holding the physics sample, uploaded through the page once for the module."""
     page = browsers()
-    page.goto(doclens_app.url)
-    ui.open_tab(page, "Knowledge base")
-    ui.create_kb(page, KB)
-    ui.choose_files(page, SAMPLE_PDF)
-    page.locator("#upload-start").click()
-    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=ui.INGEST_TIMEOUT_MS)
+    ui.new_kb_with(page, doclens_app.url, KB, SAMPLE_PDF)
     page.close()
     return KB
 
