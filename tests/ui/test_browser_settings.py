@@ -38,3 +38,20 @@ def test_test_chat_tests_what_is_typed(doclens_app: RunningApp, page) -> None:
     status.get_by_text("typed-model").wait_for()
     assert "✓" in status.inner_text(), status.inner_text()
     assert doclens_app.fake.last_chat().body["model"] == "typed-model"
+
+
+def test_the_embedding_fields_say_what_is_set_and_lock_together(doclens_app: RunningApp, page) -> None:
+    """Issue 26 item 13: "API key: set" for a local model with no key of its own (the LLM's key was
+    counted); the "New API key" box editable while Provider and Model are locked; the provider's name cut."""
+    open_settings(page, doclens_app.url)
+    status = field(page, "settings-embedding-key-status").input_value()
+    assert status != "set" and "local" in status, status
+    assert field(page, "settings-embedding-provider").is_disabled(), "a session user cannot change the embedding"
+    assert field(page, "settings-embedding-key").is_disabled(), "...nor its key"
+    provider = field(page, "settings-embedding-provider")
+    assert provider.input_value() == "sentence_transformers"
+    for width in (1400, 1024, 768, 600, 390):  # cut between about 1100 and 560 px
+        page.set_viewport_size({"width": width, "height": 800})
+        page.wait_for_timeout(300)
+        shown, needed = provider.evaluate("(e) => [e.clientWidth, e.scrollWidth]")
+        assert needed <= shown, f"at {width} px the provider's name is cut: {needed} px of text in {shown} px"

@@ -47,6 +47,14 @@ def key_status(secret: Optional[SecretStr], lang: str = "en") -> str:
     return text(lang, "set", "已设置") if secret and secret.get_secret_value() else text(lang, "not set", "未设置")
 
 
+def embedding_key_status(embedding: EmbeddingSettings, lang: str = "en") -> str:
+    """A local model needs no key: the LLM's key (which the embedding inherits for the openai provider)
+    read "set" beside a local model."""
+    if embedding.provider != "openai":
+        return text(lang, "not used (local model)", "不需要（本地模型）")
+    return key_status(embedding.api_key, lang)
+
+
 def shown_milvus_uri(settings: Settings, lang: str = "en") -> str:
     """What the page says about the store: never a path on the server (Gradio sends every field's first
     value to anyone who opens the page), and never a login inside a server URL."""
@@ -114,20 +122,22 @@ class SettingsHandlers:
             s.embedding.provider,
             s.embedding.model,
             s.embedding.base_url,
-            key_status(s.embedding.api_key, lang),
+            embedding_key_status(s.embedding, lang),
             s.ocr.engine,
             shown_milvus_uri(s, lang),
             llm.timeout,
         )
 
     def page_values(self, profile: Optional[LLMSettings], request: gr.Request) -> tuple:
-        """Page load: who this user is (the note), then the fields; server-wide ones locked for sessions."""
+        """Page load: who this user is (the note), then the fields, then the embedding's key box; server-wide
+        ones locked for sessions (the key box too: it was editable beside a locked provider)."""
         operator = self.is_operator(request)
         lang = lang_of(request)
         values = list(self.current_values(profile, lang))
         for index in (4, 5, 6, 8):  # embedding provider, model, url; OCR engine
             values[index] = gr.update(value=values[index], interactive=operator)
-        return (text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE)), *values)
+        note = text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE))
+        return (note, *values, gr.update(interactive=operator))
 
     @shows_errors(
         "apply the settings",

@@ -77,7 +77,7 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
                 label=label("Provider", "提供方"),
                 elem_id="settings-embedding-provider",
                 scale=1,
-                min_width=160,
+                min_width=240,  # "sentence_transformers" whole, beside the dropdown's arrow
             )
             embedding_model = gr.Textbox(
                 label=label("Model", "模型"),
@@ -174,7 +174,7 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
     test_embedding.click(
         handlers.check_embedding, None, status, api_name="settings_test_embedding", api_visibility="undocumented"
     )
-    return SettingsFields(handlers, [note, *fields], profile)
+    return SettingsFields(handlers, [note, *fields, embedding_key], profile)
 
 
 class SettingsFields:
