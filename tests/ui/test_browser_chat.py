@@ -1,5 +1,5 @@
 """The Chat tab in a real browser (Debian chromium + Playwright), on a knowledge base of the physics
-sample: the sources table's order. Outside CI skipped when
+sample: the sources table's order and the chat's labels for screen readers. Outside CI skipped when
 /usr/bin/chromium is missing.
 """
 
@@ -55,3 +55,17 @@ def test_the_sources_table_is_in_relevance_order(doclens_app: RunningApp, physic
     page.locator("#page-preview img").wait_for()
     label = page.locator("#page-preview").inner_text()
     assert f"[{cells[0][0].strip()}]" in label, (label, cells[0])
+
+
+def test_the_question_bubble_is_labelled_in_plain_text(doclens_app: RunningApp, physics_kb: str, browsers) -> None:
+    """Issue 26 item 14: the question bubble's aria-label read '&lt;span class="dl-currency"&gt;…'."""
+    page = browsers()
+    chat_on(page, doclens_app.url, physics_kb)
+    question = "Does <b>it</b> cost $5 and $10?"
+    ui.ask(page, question)
+    labels = page.locator("#chatbot [aria-label*='message']").evaluate_all(
+        "(nodes) => nodes.map((n) => n.getAttribute('aria-label'))"
+    )
+    asked = [text for text in labels if "cost" in text]
+    assert asked and all(question in text for text in asked), labels
+    assert not any(mark in text for text in labels for mark in ("<span", "&lt;", "&#36;", "dl-cite")), labels
