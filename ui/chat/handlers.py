@@ -20,6 +20,7 @@ from ui.common import (
     shows_errors,
     warning_md,
 )
+from ui.i18n.messages import translate_figure_lead
 from ui.i18n.strings import lang_of, text
 from ui.icons import plain
 from ui.latex import literal_text, protect_currency
@@ -61,9 +62,10 @@ def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) ->
     if answer.mode == "extractive" and answer.figure is None:
         body = panels.extractive_markdown(answer, lang, answer_number)
     elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
-        body = literal_text(answer.answer)
+        body = literal_text(translate_figure_lead(answer.answer, lang))
     else:
         body = panels.model_markdown(answer, lang, answer_number)
+        body = translate_figure_lead(body, lang) if answer.figure is not None else body
     return body + panels.searched_in_note(answer, lang)
 
 

@@ -21,7 +21,7 @@ from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import EmbeddingSettings, LLMSettings, OCRSettings, Settings, with_changes
 from ui.common import shows_errors, warning_md
-from ui.i18n.messages import translate_error
+from ui.i18n.messages import translate_error, translate_result
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 
@@ -267,7 +267,8 @@ class SettingsHandlers:
     @staticmethod
     @shows_errors("test the connection", outputs=lambda line, name, **_: check_line(name, (False, line)))
     def _check(name: str, run, lang: str = "en") -> str:
-        return check_line(name, run())
+        ok, message = run()
+        return check_line(name, (ok, translate_result(message, lang) if ok else translate_error(message, lang)))
 
 
 def _summary(settings: Settings) -> str:
