@@ -69,3 +69,34 @@ def test_the_question_bubble_is_labelled_in_plain_text(doclens_app: RunningApp, 
     asked = [text for text in labels if "cost" in text]
     assert asked and all(question in text for text in asked), labels
     assert not any(mark in text for text in labels for mark in ("<span", "&lt;", "&#36;", "dl-cite")), labels
+
+
+def test_stop_ends_a_streaming_answer(doclens_app: RunningApp, physics_kb: str, browsers) -> None:
+    """Issue 26 item 16: while an answer streams Stop stands where Send was; it ends the answer."""
+    page = browsers()
+    chat_on(page, doclens_app.url, physics_kb)
+    fake = doclens_app.fake
+    fake.stream_chunk_chars, fake.stream_delay = 4, 0.25  # about a minute for the whole answer
+    try:
+        ui.field(page, "question").fill("What is the key formula in the document?")
+        page.locator("#send").click()
+        page.locator("#stop").wait_for()
+        assert not page.locator("#send").is_visible(), "Send makes way for Stop"
+        answer = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").last
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('#chatbot .bot-row, #chatbot .bot')].pop()?.innerText.length > 10",
+            timeout=ui.ANSWER_TIMEOUT_MS,
+        )
+        page.locator("#stop").click()
+        page.locator("#send").wait_for()
+        assert not page.locator("#stop").is_visible()
+        stopped = answer.inner_text()
+        page.wait_for_timeout(2_000)
+        assert answer.inner_text() == stopped, "the answer stopped growing"
+        assert stopped.startswith("According") and "E=mc" not in stopped, stopped
+    finally:
+        fake.stream_chunk_chars, fake.stream_delay = 12, 0.0
+    ui.ask(page, "And the energy levels?")  # the next question is answered as usual
+    page.wait_for_function(
+        "() => document.querySelector('#chatbot').innerText.includes('E=mc')", timeout=ui.ANSWER_TIMEOUT_MS
+    )
