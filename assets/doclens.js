@@ -16,6 +16,24 @@
     const cite = event.target.closest ? event.target.closest('#chatbot .dl-cite') : null;
     if (cite && openCitation(cite)) event.preventDefault();
   });
+  // Gradio labels each chat bubble with its message's source ("user's message: <span class=…>"), so a
+  // screen reader read markup: the label says the bubble's shown text instead (once per frame at most).
+  const LABELLED = /^(.*?'s message: )/;
+  let labelling = false;
+  const plainLabels = () => {
+    labelling = false;
+    document.querySelectorAll('#chatbot [aria-label*="\'s message: "]').forEach((bubble) => {
+      const prefix = LABELLED.exec(bubble.getAttribute('aria-label') || '');
+      const label = prefix && prefix[1] + bubble.innerText.replace(/\s+/g, ' ').trim();
+      if (label && bubble.getAttribute('aria-label') !== label) bubble.setAttribute('aria-label', label);
+    });
+  };
+  new MutationObserver(() => {
+    if (!labelling) {
+      labelling = true;
+      requestAnimationFrame(plainLabels);
+    }
+  }).observe(document.body, { childList: true, subtree: true, characterData: true, attributeFilter: ['aria-label'] });
   document.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && event.target.classList && event.target.classList.contains('dl-cite')) {
       event.target.click();

@@ -11,7 +11,7 @@ SYMBOLS = {
     "fail": "\u2717",  # ✗
     "warn": "\u26a0",  # ⚠ (text presentation, no VS16)
     "info": "\u2139",  # ℹ
-    "deleted": "\u2717",  # ✗
+    "deleted": "\u2713",  # ✓ (a success: not the failure's ✗)
     "stop": "\u25a0",  # ■
     "same": "\u2261",  # ≡ (a duplicate: nothing changed)
     "replace": "\u21bb",  # ↻

@@ -27,7 +27,7 @@ from backend.retrieval.confidence import confidence
 from backend.retrieval.fusion import fuse, fuse_results
 from backend.retrieval.query_plan import plan
 from backend.retrieval.rerank.ordering import rank
-from backend.retrieval.scope import Catalogs, Scope, narrowed, search_scope
+from backend.retrieval.scope import Catalogs, Scope, narrowed, search_scope, shared_scope
 from backend.retrieval.term_list import term_list
 from backend.settings import Settings
 from backend.store.base import SearchFilter, VectorStore
@@ -98,25 +98,27 @@ class Retriever:
     ) -> SearchResult:
         """Ranked sources. ``doc``: a file name to search only that document; ``exclude``: file names to
         leave out; ``said``: see ``scope.search_scope``."""
-        if mode not in MODES:
-            raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
-        if not question or not question.strip():
-            raise DocLensError("the question is empty")
-        if kb.registry.totals()[0] == 0:
-            raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
+        _check(kb, question, mode)
         where, scope = search_scope(kb, self.catalogs, question, doc, exclude, said)
         return self._search(kb.collection, question.strip(), where, mode, top, scope)
 
     def search_follow_up(
         self, kb: OpenKB, question: str, rewrite: str, said: str, doc: Optional[str], top: int
     ) -> SearchResult:
-        """The question's sources, fused with those of the model's standalone rewrite of it (a follow-up)."""
-        result = self.search(kb, question, doc, top=top)
+        """The question's sources, fused with those of the model's standalone rewrite of it (a follow-up).
+        Both look in the same documents (``scope.shared_scope``)."""
         if rewrite.strip() == question.strip():
-            return result
+            return self.search(kb, question, doc, top=top)
+        _check(kb, question, "rerank")
+        where, scope = search_scope(kb, self.catalogs, question, doc, (), None)
+        _, rewrite_scope = search_scope(kb, self.catalogs, rewrite, doc, (), said)
+        catalog = self.catalogs.get(kb.collection, kb.registry, where.exclude_doc_ids or ())
+        scope, rewrite_scope = shared_scope((question, scope), (rewrite, rewrite_scope), catalog)
+        result = self._search(kb.collection, question.strip(), where, "rerank", top, scope)
         # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
         # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
-        return fuse_results(result, self.search(kb, rewrite, doc, top=top, said=said), top)
+        rewritten = self._search(kb.collection, rewrite.strip(), where, "rerank", top, rewrite_scope)
+        return fuse_results(result, rewritten, top)
 
     def _search(
         self, collection: str, asked: str, where: SearchFilter, mode: str, top: Optional[int], scope: Optional[Scope]
@@ -168,3 +170,12 @@ class Retriever:
                 self._translations.clear()
             self._translations[question] = translated
         return translated
+
+
+def _check(kb: OpenKB, question: str, mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
+    if not question or not question.strip():
+        raise DocLensError("the question is empty")
+    if kb.registry.totals()[0] == 0:
+        raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")

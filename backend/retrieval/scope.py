@@ -356,3 +356,24 @@ def search_scope(
 def _named_by_user(scope: Scope, said_scope: Optional[Scope]) -> bool:
     """Every document the rewrite is limited to was named in what the user wrote."""
     return said_scope is not None and set(scope.doc_ids) <= set(said_scope.doc_ids)
+
+
+def shared_scope(
+    question: tuple[str, Optional[Scope]], rewrite: tuple[str, Optional[Scope]], catalog: Sequence[CatalogEntry]
+) -> tuple[Optional[Scope], Optional[Scope]]:
+    """The scopes of a question and of the model's rewrite of it, made one: the documents the question
+    names, else those the rewrite names (and the user said). A rewrite that dropped the name searched every
+    document, and its translation with it; now each query keeps only its own rest."""
+    leading = question[1] or rewrite[1]
+    if leading is None:
+        return None, None
+    return _within(leading, *question, catalog), _within(leading, *rewrite, catalog)
+
+
+def _within(leading: Scope, text: str, own: Optional[Scope], catalog: Sequence[CatalogEntry]) -> Scope:
+    """``leading``'s documents and pages, searched for ``text`` without the name it says (if it says one)."""
+    if own is not None and own.doc_ids == leading.doc_ids:
+        return own
+    named = find_scope(text, [e for e in catalog if e.doc_id in leading.doc_ids])
+    rest = named.rest if named else text
+    return Scope(list(leading.doc_ids), list(leading.files), rest, list(leading.pages), leading.reason)

@@ -125,3 +125,14 @@ def create_kb(page, name: str) -> None:
     page.locator("#kb-create").click()
     page.locator("#kb-status").get_by_text(name).wait_for(timeout=INGEST_TIMEOUT_MS)
     wait_idle(page)
+
+
+def new_kb_with(page, url: str, name: str, pdf: Path) -> None:
+    """Open the app, create knowledge base ``name`` and upload ``pdf`` into it through the page."""
+    page.goto(url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, name)
+    choose_files(page, pdf)
+    page.locator("#upload-start").click()
+    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    wait_idle(page)

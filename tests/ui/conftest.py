@@ -138,10 +138,10 @@ def page(doclens_app: RunningApp, browser_page) -> Iterator:
     yield browser_page
 
 
-@pytest.fixture
-def browsers(tmp_path: Path) -> Iterator:
-    """Opens fresh browsers, each with its own profile (its own local storage: another browser, not another
-    tab); all are closed at the end."""
+@contextmanager
+def open_browsers(profiles: Path) -> Iterator:
+    """Opens fresh browsers, each with its own profile under ``profiles`` (its own local storage: another
+    browser, not another tab); all are closed at the end."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -149,7 +149,7 @@ def browsers(tmp_path: Path) -> Iterator:
 
         def open_page():
             context = playwright.chromium.launch_persistent_context(
-                str(tmp_path / f"profile-{len(contexts)}"),
+                str(profiles / f"profile-{len(contexts)}"),
                 executable_path=str(CHROMIUM),
                 headless=True,
                 args=CHROMIUM_ARGS,
@@ -164,6 +164,13 @@ def browsers(tmp_path: Path) -> Iterator:
         finally:
             for context in contexts:
                 context.close()
+
+
+@pytest.fixture
+def browsers(tmp_path: Path) -> Iterator:
+    """Fresh browsers for one test (``open_browsers``)."""
+    with open_browsers(tmp_path) as opener:
+        yield opener
 
 
 @pytest.fixture

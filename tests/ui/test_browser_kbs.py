@@ -17,6 +17,7 @@ from tests.ui.browser_support import (
     dropdown_options,
     field,
     kb_tab_on,
+    new_kb_with,
     open_tab,
     skip_without_chromium,
     source_rows,
@@ -195,12 +196,7 @@ def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: Runnin
             ]
         ],
     )
-    page.goto(doclens_app.url)
-    open_tab(page, "Knowledge base")
-    create_kb(page, "kb-scan")
-    choose_files(page, scan)
-    page.locator("#upload-start").click()
-    page.locator("#ingest-status").get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
+    new_kb_with(page, doclens_app.url, "kb-scan", scan)
     open_tab(page, "Chat")
     choose(page, "kb-select", "kb-scan")
     wait_idle(page)
@@ -213,3 +209,19 @@ def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: Runnin
     page.screenshot(path=str(ARTIFACTS / "scanned-preview.png"))
     png = page.request.get(page.evaluate("(src) => new URL(src, location.href).href", image.get_attribute("src")))
     assert png.ok and frame_pixels(png.body()) > 500, "the cited passage is framed on the scanned page"
+
+
+def test_deleting_a_file_says_what_it_needs_and_what_it_did(doclens_app: RunningApp, page) -> None:
+    """Issue 26 item 11: "Delete file…" with no document chosen did nothing visible; a successful delete
+    showed a red ✗ ("✗ Deleted zh_000.pdf")."""
+    new_kb_with(page, doclens_app.url, "kb-file-delete", SAMPLE_PDF)
+    page.locator("#doc-delete").click()
+    page.locator("#kb-status").get_by_text("Choose a document first").wait_for()
+    choose(page, "doc-delete-pick", SAMPLE_PDF.name)
+    page.locator("#doc-delete").click()
+    page.locator("#doc-delete-confirmation-yes").click()
+    status = page.locator("#kb-status")
+    status.get_by_text("Deleted").wait_for()
+    assert "✗" not in status.inner_text(), status.inner_text()
+    colour = status.locator(".dl-icon").first.evaluate("(e) => getComputedStyle(e).color")
+    assert colour != "rgb(220, 38, 38)", "a success is not shown in the failure's red"

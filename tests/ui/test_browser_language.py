@@ -154,3 +154,29 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
         assert {path: path.read_bytes() for path in README_SHOTS.glob("*.png")} == committed, (
             "a test run leaves docs/screenshots alone"
         )
+
+
+def test_server_made_results_follow_the_language(doclens_app: RunningApp, chinese_page, tmp_path: Path) -> None:
+    """Issue 26 item 8: "✓ 对话模型: Connected to …" and "not a PDF (it looks like plain text)" in the
+    Chinese UI."""
+    from tests.ui.browser_support import choose_files, create_kb
+
+    page = chinese_page
+    page.goto(doclens_app.url)
+    page.get_by_role("tab", name="知识库").wait_for()
+    wait_idle(page)
+    open_tab(page, "设置")
+    page.locator("#settings-test-llm").click()
+    status = page.locator("#settings-status")
+    status.get_by_text("对话模型").wait_for()
+    wait_idle(page)
+    assert "已连接" in status.inner_text() and "Connected" not in status.inner_text(), status.inner_text()
+    open_tab(page, "知识库")
+    create_kb(page, "kb-zh-results")
+    readme = tmp_path / "readme.pdf"
+    readme.write_text("Just some notes, not a PDF at all.\n", encoding="utf-8")
+    choose_files(page, readme)
+    page.locator("#upload-start").click()
+    results = page.locator("#ingest-status")
+    results.get_by_text("不是 PDF").wait_for(timeout=120_000)
+    assert "plain text" not in results.inner_text() and "看起来是纯文本" in results.inner_text(), results.inner_text()

@@ -316,7 +316,8 @@ def test_only_the_admin_changes_the_server_and_a_key_stays_with_its_endpoint(adm
         carol.login("bob", "builder")
         assert outputs(carol.queue("page_load_settings", None))[1] == elsewhere.base_url
         before = len(elsewhere.requests)
-        outputs(alice.queue("settings_test_llm", None))  # the server's model now: the new endpoint...
+        # the server's model now, as the form shows it: the new endpoint...
+        outputs(alice.queue("settings_test_llm", elsewhere.base_url, "new-server-model", "", "", None, None))
         assert len(elsewhere.requests) > before
         assert all(OPERATOR_KEY not in bearer(r) for r in elsewhere.requests), "...without the old one's key"
 

@@ -20,6 +20,7 @@ from ui.common import (
     shows_errors,
     warning_md,
 )
+from ui.i18n.messages import translate_figure_lead
 from ui.i18n.strings import lang_of, text
 from ui.icons import plain
 from ui.latex import literal_text, protect_currency
@@ -61,9 +62,10 @@ def answer_markdown(answer: Answer, lang: str = "en", answer_number: int = 0) ->
     if answer.quotes_passages and answer.figure is None:
         body = panels.extractive_markdown(answer, lang, answer_number)
     elif answer.mode == "extractive":  # about a figure, without a model: the figure's own text, quoted
-        body = literal_text(answer.answer)
+        body = literal_text(translate_figure_lead(answer.answer, lang))
     else:
         body = panels.model_markdown(answer, lang, answer_number)
+        body = translate_figure_lead(body, lang) if answer.figure is not None else body
     return body + panels.searched_in_note(answer, lang)
 
 
@@ -78,7 +80,7 @@ def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
 
 
 def source_state(sources: list[Source]) -> list[dict[str, Any]]:
-    return [{"file": s.file, "page": s.page, "text": s.text} for s in sources]
+    return [{"file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance} for s in sources]
 
 
 class ChatHandlers:
@@ -274,8 +276,12 @@ class ChatHandlers:
         answer_sources: list[list[dict[str, Any]]],
         request: gr.Request = None,
     ) -> Any:
-        """A row of the sources table (the last answer's) was clicked. Output: page preview."""
-        return self._show_source(answer_sources[-1] if answer_sources else [], index, kb, request)
+        """A row of the sources table (the last answer's, in ``panels.table_order``) was clicked. Output: page
+        preview."""
+        sources = answer_sources[-1] if answer_sources else []
+        order = panels.table_order([float(s.get("relevance", 0.0)) for s in sources])
+        row = int(index) if index is not None and 0 <= int(index) < len(order) else None
+        return self._show_source(sources, None if row is None else order[row], kb, request)
 
     def show_cited(
         self, reference: str, kb: Optional[str], answer_sources: list[list[dict[str, Any]]], request: gr.Request = None

@@ -103,6 +103,9 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                 )
                 send = gr.Button(label("Send", "发送"), variant="primary", elem_id="send", scale=0, min_width=120)
                 clear = gr.Button(label("Clear", "清空"), elem_id="clear", scale=0, min_width=120)
+                stop = gr.Button(
+                    label("Stop", "停止"), variant="stop", visible=False, elem_id="stop", scale=0, min_width=120
+                )
             sources = gr.Dataset(
                 label=label("Sources of the last answer: click one to see its page", "最近回答的来源：点击查看页面"),
                 components=["textbox", "textbox", "textbox", "textbox"],
@@ -138,8 +141,16 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         last_sources,
         page_preview,
     ]
+    answering = []
     for trigger, api_name in ((send.click, "chat_send"), (question.submit, "chat_submit")):
-        trigger(handlers.send, ask_inputs, ask_outputs, api_name=api_name, show_progress="minimal", **UNDOCUMENTED)
+        # While an answer streams, Stop stands where Send was (a second question would only queue).
+        started = trigger(streaming, None, [send, stop], api_name=f"{api_name}_start", queue=False, **UNDOCUMENTED)
+        answer = started.then(
+            handlers.send, ask_inputs, ask_outputs, api_name=api_name, show_progress="minimal", **UNDOCUMENTED
+        )
+        answer.then(idle, None, [send, stop], api_name=f"{api_name}_end", queue=False, **UNDOCUMENTED)
+        answering.append(answer)
+    stop.click(idle, None, [send, stop], cancels=answering, api_name="chat_stop", queue=False, **UNDOCUMENTED)
     fresh_view = [chatbot, sources, confidence, chart, page_preview, turns, last_sources, lock_row, figure_lock]
     clear.click(handlers.clear, None, fresh_view, api_name="chat_clear", queue=False, **UNDOCUMENTED)
     # A conversation belongs to one knowledge base and document choice: switching starts a fresh view.
@@ -183,6 +194,15 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     picked_doc = doc_filter.input(lambda: None, None, None, api_name="chat_pick_doc", queue=False, **UNDOCUMENTED)
     chain_panel(picked_doc, handlers, tab, "chat_doc")
     return tab
+
+
+def streaming() -> tuple:
+    """Send and Stop while an answer streams."""
+    return gr.update(visible=False), gr.update(visible=True)
+
+
+def idle() -> tuple:
+    return gr.update(visible=True), gr.update(visible=False)
 
 
 def build_figure_chip() -> tuple:

@@ -110,9 +110,18 @@ def source_headers(lang: str) -> list[str]:
     return ["#", text(lang, "file", "文件"), text(lang, "page", "页"), text(lang, "relevance", "相关度")]
 
 
+def table_order(relevances: Sequence[float]) -> list[int]:
+    """The sources table's rows, as indices into the answer's sources: by the relevance as shown, highest
+    first (a tie keeps the citation order). The ranking put a page the question names, or the fused
+    follow-up's order, before a higher relevance: 60 %, 88 % read as a wrong order. Each row keeps its
+    citation number, so [n] and the table still agree."""
+    return sorted(range(len(relevances)), key=lambda i: (-int(f"{relevances[i]:.0f}"), i))
+
+
 def source_rows(sources: Sequence[Source]) -> list[list[str]]:
-    """Rows for the clickable sources table: number, file, page, relevance."""
-    return [[str(i), s.file, str(s.page), f"{s.relevance:.0f}%"] for i, s in enumerate(sources, 1)]
+    """Rows for the clickable sources table: number, file, page, relevance (in ``table_order``)."""
+    rows = [[str(i), s.file, str(s.page), f"{s.relevance:.0f}%"] for i, s in enumerate(sources, 1)]
+    return [rows[i] for i in table_order([s.relevance for s in sources])]
 
 
 def sources_markdown(sources: Sequence[Source]) -> str:

@@ -62,6 +62,18 @@ _ERRORS_ZH: list[tuple[re.Pattern[str], str]] = [
             r"differ only in case .*$",
             "无法将“{a}”重命名为“{c}”：知识库“{b}”已存在，仅大小写（或全角半角）不同的名称无法区分；请换一个名称",
         ),
+        (r"^(?P<a>.*): cancelled; nothing was stored$", "{a}：已取消；未存储任何内容"),
+        (r"^(?P<a>.*): interrupted; nothing was stored$", "{a}：已中断；未存储任何内容"),
+        (
+            r"^(?P<a>.*): the same content is already indexed as (?P<b>.*); skipped$",
+            "{a}：相同内容已作为“{b}”索引；已跳过",
+        ),
+        (r"^(?P<a>.*): the same content is already indexed; skipped$", "{a}：相同内容已索引；已跳过"),
+        (r"^(?P<a>.*): not a PDF \((?P<kind>.*)\)$", "{a}：不是 PDF（{kind}）"),
+        (
+            r"^Connected to (?P<a>\S+): (?P<kind>model|vision model) (?P<m>.*) answered in (?P<t>\d+) ms\.$",
+            "已连接 {a}：{kind} {m} 在 {t} 毫秒内应答。",
+        ),
         (r"^QA file not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到问答文件：{a}"),
         (r"^PDF folder not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到 PDF 文件夹：{a}"),
     ]
@@ -93,6 +105,23 @@ _NOTICES_ZH: list[tuple[re.Pattern[str], str]] = [
         ),
     ]
 ]
+
+# What a message's {kind} says (pdf_checks._guess_kind, LLMClient.check_connection).
+_KINDS_ZH = {
+    "it looks like plain text": "看起来是纯文本",
+    "unknown binary content": "未知的二进制内容",
+    "it is a PNG image": "这是 PNG 图片",
+    "it is a JPEG image": "这是 JPEG 图片",
+    "it is a GIF image": "这是 GIF 图片",
+    "it is a ZIP archive, e.g. a Word or Excel file": "这是 ZIP 压缩包，例如 Word 或 Excel 文件",
+    "it is an old Office file": "这是旧版 Office 文件",
+    "it is an RTF document": "这是 RTF 文档",
+    "it is a TIFF image": "这是 TIFF 图片",
+    "model": "模型",
+    "vision model": "视觉模型",
+}
+# The lead-in of an answer about a figure (answering.figures.figure_label).
+_FIGURE_LEAD = re.compile(r"^About figure p(?P<page>\d+) of (?P<file>.*?):(?=\n|$)")
 
 # The actions named in "could not <action>" lines.
 ACTIONS_ZH = {
@@ -126,9 +155,28 @@ def translate_notice(notice: str, lang: str) -> str:
     return _translate(notice, _NOTICES_ZH) or text(lang, "note: {m}", "提示：{m}").format(m=notice)
 
 
+def translate_result(message: str, lang: str) -> str:
+    """A message that reports a success (a connection test, a skipped duplicate): its Chinese form if
+    there is one, else the message as it is (no "error" lead-in)."""
+    if lang != "zh":
+        return message
+    return _translate(message, _ERRORS_ZH) or message
+
+
+def translate_figure_lead(answer: str, lang: str) -> str:
+    """ "About figure p2 of x.pdf:" opening an answer about a figure, in the user's language."""
+    if lang != "zh":
+        return answer
+    return _FIGURE_LEAD.sub(lambda m: f"关于 {m.group('file')} 第 {m.group('page')} 页的图表：", answer, count=1)
+
+
 def _translate(message: str, table: list[tuple[re.Pattern[str], str]]) -> str:
     for pattern, zh in table:
         match = pattern.match(message.strip())
         if match:
-            return zh.format(**match.groupdict())
+            groups = {
+                name: (_KINDS_ZH.get(value, value) if name == "kind" else value)
+                for name, value in match.groupdict().items()
+            }
+            return zh.format(**groups)
     return ""

@@ -179,10 +179,11 @@ class KBHandlers:
         return gr.update(choices=document_files(self.service, kb), value=None)
 
     def ask_delete_document(self, kb: Optional[str], file: Optional[str], request: gr.Request = None) -> tuple:
-        """Outputs: confirmation row, confirmation text, pending {"kb", "file"}."""
+        """Outputs: confirmation row, confirmation text, pending {"kb", "file"}, status. Nothing chosen: the
+        status says so (the confirmation row stays hidden, and a message inside it was never seen)."""
         lang = lang_of(request)
         if not kb or not file:
-            return hidden(), warning_md(text(lang, "Choose a document first.", "请先选择文档。")), None
+            return hidden(), "", None, warning_md(text(lang, "Choose a document first.", "请先选择文档。"))
         return (
             gr.update(visible=True),
             warning_md(
@@ -193,6 +194,7 @@ class KBHandlers:
                 ).format(file=md_literal(file), kb=md_literal(kb))
             ),
             {"kb": kb, "file": file},
+            gr.skip(),
         )
 
     @shows_errors(

@@ -243,7 +243,7 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
     doc_delete.click(
         handlers.ask_delete_document,
         [kb_active, doc_pick],
-        [confirm_row, confirm_text, pending],
+        [confirm_row, confirm_text, pending, kb_status],
         api_name="kb_delete_document_ask",
         queue=False,
         **UNDOCUMENTED,

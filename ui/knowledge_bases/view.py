@@ -6,6 +6,7 @@ import html
 from typing import Any, Optional, Sequence
 
 from backend.types import DocumentInfo, IngestResult, ProgressEvent
+from ui.i18n.messages import translate_result
 from ui.i18n.strings import text
 from ui.icons import icon
 from ui.knowledge_bases.upload_jobs import UploadJob
@@ -119,10 +120,14 @@ def results_markdown(results: Sequence[IngestResult], lang: str = "en") -> str:
     ]
     lines += ["| " + " | ".join(headers) + " |", "|---|---|---|---|---|---|"]
     for r in results:
-        detail = r.error or (
-            text(lang, "{n} OCR pages, {s:.1f} s", "OCR {n} 页，{s:.1f} 秒").format(n=r.ocr_pages, s=r.seconds)
-            if r.ok
-            else ""
+        detail = (
+            translate_result(r.error, lang)
+            if r.error
+            else (
+                text(lang, "{n} OCR pages, {s:.1f} s", "OCR {n} 页，{s:.1f} 秒").format(n=r.ocr_pages, s=r.seconds)
+                if r.ok
+                else ""
+            )
         )
         lines.append(
             f"| {cell(r.file)} | {icon(RESULT_ICONS.get(r.status, 'info'))} {result_status(lang, r.status)}"

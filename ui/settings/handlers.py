@@ -21,7 +21,7 @@ from backend.errors import SettingsError
 from backend.service import DocLens
 from backend.settings import EmbeddingSettings, LLMSettings, OCRSettings, Settings, with_changes
 from ui.common import shows_errors, warning_md
-from ui.i18n.messages import translate_error
+from ui.i18n.messages import translate_error, translate_result
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 
@@ -47,6 +47,14 @@ def key_status(secret: Optional[SecretStr], lang: str = "en") -> str:
     return text(lang, "set", "已设置") if secret and secret.get_secret_value() else text(lang, "not set", "未设置")
 
 
+def embedding_key_status(embedding: EmbeddingSettings, lang: str = "en") -> str:
+    """A local model needs no key: the LLM's key (which the embedding inherits for the openai provider)
+    read "set" beside a local model."""
+    if embedding.provider != "openai":
+        return text(lang, "not used (local model)", "不需要（本地模型）")
+    return key_status(embedding.api_key, lang)
+
+
 def shown_milvus_uri(settings: Settings, lang: str = "en") -> str:
     """What the page says about the store: never a path on the server (Gradio sends every field's first
     value to anyone who opens the page), and never a login inside a server URL."""
@@ -69,6 +77,19 @@ def _same_url(a: str, b: str) -> bool:
     return (a or "").strip().rstrip("/") == (b or "").strip().rstrip("/")
 
 
+def llm_changes(base: LLMSettings, url: str, model: str, vision_model: str, key: str, timeout: Optional[float]) -> dict:
+    """The chat model the form describes, as changes to ``base`` (what it replaces): an empty timeout
+    keeps ``base``'s, an empty key keeps its key only for its own endpoint (``bound_key``)."""
+    url = (url or "").strip()
+    return {
+        "base_url": url,
+        "model": (model or "").strip(),
+        "vision_model": (vision_model or "").strip(),
+        "timeout": base.timeout if timeout is None else timeout,
+        "api_key": bound_key(key, base.api_key, base.base_url, url),
+    }
+
+
 def check_line(name: str, result: tuple[bool, str]) -> str:
     ok, message = result
     return f"{icon('ok' if ok else 'fail')} **{name}**: {message}"
@@ -78,6 +99,8 @@ class SettingsHandlers:
     def __init__(self, service: DocLens, admin: str = ""):
         self.service = service
         self.admin = admin
+        self.check_llm = self.typed_check(False)
+        self.check_vision = self.typed_check(True)
 
     def is_operator(self, request: Optional[gr.Request]) -> bool:
         """In-process callers (no web request) are the operator; on the web only the ``--admin`` login."""
@@ -99,20 +122,22 @@ class SettingsHandlers:
             s.embedding.provider,
             s.embedding.model,
             s.embedding.base_url,
-            key_status(s.embedding.api_key, lang),
+            embedding_key_status(s.embedding, lang),
             s.ocr.engine,
             shown_milvus_uri(s, lang),
             llm.timeout,
         )
 
     def page_values(self, profile: Optional[LLMSettings], request: gr.Request) -> tuple:
-        """Page load: who this user is (the note), then the fields; server-wide ones locked for sessions."""
+        """Page load: who this user is (the note), then the fields, then the embedding's key box; server-wide
+        ones locked for sessions (the key box too: it was editable beside a locked provider)."""
         operator = self.is_operator(request)
         lang = lang_of(request)
         values = list(self.current_values(profile, lang))
         for index in (4, 5, 6, 8):  # embedding provider, model, url; OCR engine
             values[index] = gr.update(value=values[index], interactive=operator)
-        return (text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE)), *values)
+        note = text(lang, *(OPERATOR_NOTE if operator else SESSION_NOTE))
+        return (note, *values, gr.update(interactive=operator))
 
     @shows_errors(
         "apply the settings",
@@ -139,13 +164,7 @@ class SettingsHandlers:
         new_settings = with_changes(
             current,
             {
-                "llm": {
-                    "base_url": llm_url,
-                    "model": (llm_model or "").strip(),
-                    "vision_model": (vision_model or "").strip(),
-                    "timeout": current.llm.timeout if llm_timeout is None else llm_timeout,
-                    "api_key": bound_key(llm_key, current.llm.api_key, current.llm.base_url, llm_url),
-                },
+                "llm": llm_changes(current.llm, llm_url, llm_model, vision_model, llm_key, llm_timeout),
                 "embedding": {
                     "provider": provider,
                     "model": (embedding_model or "").strip(),
@@ -200,34 +219,46 @@ class SettingsHandlers:
                 ),
                 profile,
             )
-        base = profile or self.service.settings.llm
-        llm_url = (llm_url or "").strip()
         try:
-            changed = with_changes(
-                self.service.settings,
-                {
-                    "llm": {
-                        "base_url": llm_url,
-                        "model": (llm_model or "").strip(),
-                        "vision_model": (vision_model or "").strip(),
-                        "timeout": base.timeout if llm_timeout is None else llm_timeout,
-                        "api_key": bound_key(llm_key, base.api_key, base.base_url, llm_url),
-                    }
-                },
-            )
+            changed = self.typed_llm(profile, llm_url, llm_model, vision_model, llm_key, llm_timeout)
         except SettingsError as exc:
             return (warning_md(translate_error(str(exc), lang)), *self.current_values(profile, lang), "", "", profile)
-        log.info("a session chose its own model: %s:%s", changed.llm.base_url or "-", changed.llm.model or "-")
+        log.info("a session chose its own model: %s:%s", changed.base_url or "-", changed.model or "-")
         applied = text(lang, "Applied to your session only.", "仅应用于你的会话。")
-        return (f"{icon('ok')} {applied}", *self.current_values(changed.llm, lang), "", "", changed.llm)
+        return (f"{icon('ok')} {applied}", *self.current_values(changed, lang), "", "", changed)
 
-    def check_llm(self, profile: Optional[LLMSettings] = None, request: gr.Request = None) -> str:
-        lang = lang_of(request)
-        return self._check(text(lang, "Chat model", "对话模型"), lambda: self.service.check_llm(False, profile), lang)
+    def typed_llm(
+        self, profile: Optional[LLMSettings], url: str, model: str, vision_model: str, key: str, timeout
+    ) -> LLMSettings:
+        """The chat model typed in the form, in place of the session's (``profile``) or the server's."""
+        base = profile or self.service.settings.llm
+        changes = llm_changes(base, url, model, vision_model, key, timeout)
+        return with_changes(self.service.settings, {"llm": changes}).llm
 
-    def check_vision(self, profile: Optional[LLMSettings] = None, request: gr.Request = None) -> str:
-        lang = lang_of(request)
-        return self._check(text(lang, "Vision model", "视觉模型"), lambda: self.service.check_llm(True, profile), lang)
+    def typed_check(self, vision: bool):
+        """The Test chat (or Test vision) button: the model as typed in the form, not as applied (a user
+        tests before pressing Apply), in place of the session's ``profile`` or the server's."""
+
+        def check(
+            url: str,
+            model: str,
+            vision_model: str,
+            key: str,
+            timeout: Optional[float],
+            profile: Optional[LLMSettings] = None,
+            request: gr.Request = None,
+        ) -> str:
+            return self._check_typed(vision, (url, model, vision_model, key, timeout), profile, lang_of(request))
+
+        return check
+
+    def _check_typed(self, vision: bool, typed: tuple, profile: Optional[LLMSettings], lang: str) -> str:
+        name = text(lang, "Vision model", "视觉模型") if vision else text(lang, "Chat model", "对话模型")
+        try:
+            llm = self.typed_llm(profile, *typed)
+        except SettingsError as exc:
+            return check_line(name, (False, translate_error(str(exc), lang)))
+        return self._check(name, lambda: self.service.check_llm(vision, llm), lang)
 
     def check_embedding(self, request: gr.Request = None) -> str:
         lang = lang_of(request)
@@ -236,7 +267,8 @@ class SettingsHandlers:
     @staticmethod
     @shows_errors("test the connection", outputs=lambda line, name, **_: check_line(name, (False, line)))
     def _check(name: str, run, lang: str = "en") -> str:
-        return check_line(name, run())
+        ok, message = run()
+        return check_line(name, (ok, translate_result(message, lang) if ok else translate_error(message, lang)))
 
 
 def _summary(settings: Settings) -> str:

@@ -77,7 +77,7 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
                 label=label("Provider", "提供方"),
                 elem_id="settings-embedding-provider",
                 scale=1,
-                min_width=160,
+                min_width=240,  # "sentence_transformers" whole, beside the dropdown's arrow
             )
             embedding_model = gr.Textbox(
                 label=label("Model", "模型"),
@@ -166,14 +166,15 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
         api_name="settings_apply",
         api_visibility="private",
     )
-    test_llm.click(handlers.check_llm, profile, status, api_name="settings_test_llm", api_visibility="undocumented")
+    typed_llm = [llm_url, llm_model, vision_model, llm_key, llm_timeout, profile]  # tested as typed, before Apply
+    test_llm.click(handlers.check_llm, typed_llm, status, api_name="settings_test_llm", api_visibility="undocumented")
     test_vision.click(
-        handlers.check_vision, profile, status, api_name="settings_test_vision", api_visibility="undocumented"
+        handlers.check_vision, typed_llm, status, api_name="settings_test_vision", api_visibility="undocumented"
     )
     test_embedding.click(
         handlers.check_embedding, None, status, api_name="settings_test_embedding", api_visibility="undocumented"
     )
-    return SettingsFields(handlers, [note, *fields], profile)
+    return SettingsFields(handlers, [note, *fields, embedding_key], profile)
 
 
 class SettingsFields:

@@ -217,3 +217,54 @@ def test_a_rewrite_is_limited_to_a_document_only_when_the_user_named_it(service:
         said="Tell me about the Spectral Sparsification of Streaming Graphs paper.\nAnd the sampler?",
     )
     assert named.searched_in == STREAMING
+
+
+# ---------------------------------------------------------------- every query of a question, one scope
+
+NAMED_QUESTION = 'Who is thanked in the acknowledgments of the paper "Spectral Sparsification of Streaming Graphs"?'
+CONDENSED = "Who is thanked for comments on an early draft?"  # the model's rewrite dropped the paper's name
+TRANSLATIONS = {
+    "Who is thanked in the acknowledgments?": "致谢中感谢了谁？",
+    CONDENSED: "谁因对初稿的意见而受到感谢？",
+}
+
+
+def condensing_and_translating(body: dict) -> str:
+    from tests.support.fake_openai import translating_reply
+
+    texts = " ".join(str(m.get("content", "")) for m in body.get("messages", []))
+    return CONDENSED if "Follow-up question:" in texts else translating_reply(TRANSLATIONS)(body)
+
+
+def test_every_query_of_a_named_question_stays_in_that_document(service: DocLens, fake):
+    """Issue 26 item 2: "Searched in: …LCSTS…" yet a source from another paper, brought in by the model's
+    translation of the condensed follow-up. The question, its translation, the rewrite and the rewrite's
+    translation all search the named document only."""
+    from backend.settings import with_changes
+
+    before = service.settings
+    fake.reply, fake.requests = condensing_and_translating, []
+    service.reconfigure(
+        with_changes(
+            before,
+            {
+                "llm": {"base_url": fake.base_url, "model": "fake-chat", "qps": 50, "max_retries": 0},
+                "retrieval": {"query_expansion": True},
+            },
+        )
+    )
+    try:
+        history = [
+            {"role": "user", "content": "What are these papers about?"},
+            {"role": "assistant", "content": "Graph streams and sensor networks."},
+        ]
+        answer = service.ask(KB, NAMED_QUESTION, history=history)
+    finally:
+        service.reconfigure(before)
+    asked = [r.text() for r in fake.chat_requests()]
+    assert any("Follow-up question:" in t for t in asked), "the question was condensed"
+    assert sum("Translate the user's question" in t for t in asked) >= 2, "the question and the rewrite were translated"
+    assert answer.searched_in == STREAMING
+    assert answer.sources and {s.file for s in answer.sources} == {STREAMING}, [
+        (s.file, s.page) for s in answer.sources
+    ]

@@ -29,6 +29,7 @@ from tests.ui.handler_support import (
     model_env,
     run_send,
 )
+from ui.chat import panels
 from ui.chat.handlers import ChatHandlers, answer_markdown, normalize_messages
 from ui.common import ALL_DOCUMENTS, kb_names
 from ui.latex import CURRENCY_HTML
@@ -225,8 +226,10 @@ def test_a_citation_opens_the_source_of_its_own_answer(service: DocLens) -> None
     old = answer_sources[0][0]
     preview = handlers.show_cited("0:1", KB, answer_sources)
     assert preview["label"] == f"[1] {old['file']} · p{old['page']}"
-    newest = answer_sources[1][0]
-    assert handlers.show_page(0, KB, answer_sources)["label"] == f"[1] {newest['file']} · p{newest['page']}"
+    first_row = panels.table_order([s["relevance"] for s in answer_sources[1]])[0]  # the table: newest answer's
+    newest = answer_sources[1][first_row]
+    expected = f"[{first_row + 1}] {newest['file']} · p{newest['page']}"
+    assert handlers.show_page(0, KB, answer_sources)["label"] == expected
     assert handlers.show_cited("2:1", KB, answer_sources) == gr.skip()  # no such answer
     assert handlers.show_cited("nonsense", KB, answer_sources) == gr.skip()
 
@@ -265,3 +268,22 @@ def test_an_unrelated_rewrite_does_not_take_over_retrieval(service: DocLens, fak
     final = list(handlers.send(QUESTION, "two docs", ALL_DOCUMENTS, [], turns, None))[-1]
     assert [r for r in fake.chat_requests() if is_condense(r)], "the question was condensed by the model"
     assert final[8][-1][0]["file"] == PHYSICS and final[8][-1][0]["text"] == right.text, "the right source comes first"
+
+
+def shown_relevance(row: list[str]) -> int:
+    return int(row[3].rstrip("%"))
+
+
+def test_the_sources_table_is_in_the_order_of_its_relevance(service: DocLens) -> None:
+    """Issue 26 item 3: the table read 60 %, 88 % (the page the question names comes first in the ranking).
+    Rows go by the relevance shown; each keeps its citation number and a click opens that source."""
+    updates = run_send(service, "第2页的简谐振子能级公式", doc_filter=PHYSICS)
+    rows, last_sources = updates[-1][2].raw_samples, updates[-1][8]
+    shown = [shown_relevance(row) for row in rows]
+    assert len(rows) >= 2 and shown == sorted(shown, reverse=True), rows
+    assert sorted(int(row[0]) for row in rows) == list(range(1, len(rows) + 1)), "the numbers cite the answer"
+    handlers = ChatHandlers(service)
+    for index, row in enumerate(rows):
+        clicked = handlers.show_page(index, KB, last_sources)
+        cited = handlers.show_cited(f"{len(last_sources) - 1}:{row[0]}", KB, last_sources)
+        assert clicked["value"] == cited["value"], f"row {index} opens source {row[0]}"

@@ -109,7 +109,7 @@ def test_names_in_confirmations_and_statuses_are_shown_as_typed(service: DocLens
     """A knowledge base or file name is text: no emphasis, no HTML element, no link, no math."""
     handlers = KBHandlers(service)
     _row, kb_message, pending = handlers.ask_delete(HOSTILE_NAME)
-    _row, doc_message, pending_doc = handlers.ask_delete_document(KB, HOSTILE_NAME)
+    _row, doc_message, pending_doc, _status = handlers.ask_delete_document(KB, HOSTILE_NAME)
     assert pending == HOSTILE_NAME and pending_doc == {"kb": KB, "file": HOSTILE_NAME}
     for message in (kb_message, doc_message):
         html_out = rendered(message)
@@ -122,9 +122,10 @@ def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
     """Item 2: no document is pre-selected, and deleting one first asks, naming file and KB."""
     handlers = KBHandlers(service)
     assert handlers.file_choices(KB)["value"] is None
-    row, message, pending = handlers.ask_delete_document(KB, None)
+    row, message, pending, status = handlers.ask_delete_document(KB, None)
     assert row["visible"] is False and pending is None
-    row, message, pending = handlers.ask_delete_document(KB, PHYSICS)
+    assert "Choose a document first" in status, "issue 26 item 11: said where it shows, not in the hidden row"
+    row, message, pending, _status = handlers.ask_delete_document(KB, PHYSICS)
     assert row["visible"] is True and PHYSICS in message and KB in message
     assert pending == {"kb": KB, "file": PHYSICS}
     assert [d.file for d in service.documents(KB)] == [PHYSICS], "asking deletes nothing"

@@ -61,3 +61,22 @@ def test_the_page_config_does_not_show_the_data_folder(service: DocLens, data_di
     assert milvus_shown.startswith("embedded Milvus Lite") and str(data_dir) not in milvus_shown
     server = make_settings(data_dir, DOCLENS_MILVUS_URI="http://root:Milvus@db.example:19530")
     assert shown_milvus_uri(server) == "http://db.example:19530", "a login inside the URL is not shown"
+
+
+def test_test_chat_uses_the_values_typed_in_the_form(service: DocLens, fake: FakeOpenAI) -> None:
+    """Issue 26 item 1: a closed port typed in the form was "✓ Connected" to the applied URL, and a newly
+    typed key was tested with the old one until Apply was pressed."""
+    from backend.processes import free_port
+
+    handlers = SettingsHandlers(service)
+    closed = f"http://127.0.0.1:{free_port()}/v1"
+    line = handlers.check_llm(closed, "fake-chat", "", "", None, None)
+    assert line.startswith(icon("fail")) and fake.base_url not in line, line
+    assert service.settings.llm.base_url == fake.base_url, "testing applies nothing"
+    fake.reset()
+    line = handlers.check_llm(fake.base_url, "typed-model", "", "sk-typed", None, None)
+    assert line.startswith(icon("ok")) and "typed-model" in line, line
+    probe = fake.last_chat()
+    assert probe.body["model"] == "typed-model" and probe.header("Authorization") == "Bearer sk-typed"
+    line = handlers.check_vision(fake.base_url, "fake-chat", "typed-vision", "", None, None)
+    assert line.startswith(icon("ok")) and fake.last_chat().body["model"] == "typed-vision", line
