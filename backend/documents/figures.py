@@ -41,9 +41,10 @@ class PageFigure:
     page: int
     index: int
     box: BBox  # PDF points, origin bottom left
-    kind: str  # "image" or "vector"
+    kind: str  # "image", "vector" or "words" (a plot drawn with words: word_plots)
     image: Image.Image
     caption: str = ""
+    text: str = ""  # the words drawn in it, when they were taken out of the body text
 
     @property
     def file_name(self) -> str:
@@ -82,33 +83,45 @@ def find_figures(
     dpi: int,
     vector_charts: bool,
     max_image_share: float = 0.8,
+    word_plots: Sequence[tuple[BBox, str]] = (),
 ) -> list[PageFigure]:
-    """Images and (optionally) vector charts, largest page-covering images and ``excluded`` areas left out."""
+    """Images, plots drawn with words (``word_plots``: box and text) and (optionally) vector charts,
+    largest page-covering images and ``excluded`` areas left out."""
     width, height = page.get_size()
     page_area = width * height
-    boxes = [(b, "image") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
+    boxes = [(b, "image", "") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
+    boxes += [(_padded(b, width, height), "words", text) for b, text in word_plots]
     if vector_charts:
         chars = [c for ln in lines for c in ln.chars]
-        taken = [b for b, _ in boxes] + list(excluded)
-        boxes += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
+        taken = [b for b, _, _ in boxes] + list(excluded)
+        boxes += [(b, "vector", "") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
     visible = page_box(page)
     boxes = [
-        (clamped, kind)
-        for b, kind in boxes
+        (clamped, kind, text)
+        for b, kind, text in boxes
         if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)
     ]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
     figures: list[PageFigure] = []
     used_captions: set[int] = set()
-    for box, kind in boxes:
+    for box, kind, text in boxes:
         try:
             image = render_region(page, box, dpi)
         except (ValueError, pdfium.PdfiumError) as exc:  # one bad figure must not cost the document
             log.warning("page %d: figure at %s skipped (%s)", page_no, [round(v) for v in box], exc)
             continue
         caption = _caption_for(box, lines, used_captions)
-        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption))
+        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption, text))
     return figures
+
+
+def _padded(box: BBox, width: float, height: float, margin: float = 4.0) -> BBox:
+    return (
+        max(0.0, box[0] - margin),
+        max(0.0, box[1] - margin),
+        min(width, box[2] + margin),
+        min(height, box[3] + margin),
+    )
 
 
 def page_box(page: pdfium.PdfPage) -> BBox:
@@ -245,14 +258,7 @@ def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: flo
         for ln in lines
         if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0] and not CAPTION.match(ln.text)
     ]
-    grown = union([box] + labels)
-    margin = 4.0
-    return (
-        max(0.0, grown[0] - margin),
-        max(0.0, grown[1] - margin),
-        min(width, grown[2] + margin),
-        min(height, grown[3] + margin),
-    )
+    return _padded(union([box] + labels), width, height)
 
 
 def _caption_for(box: BBox, lines: Sequence[TextLine], used: set[int]) -> str:

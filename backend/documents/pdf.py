@@ -185,6 +185,7 @@ class _PageParser:
         tables = self._tables(index, page, text, paths)
         body = _with_tables(text, tables, obstacles) if tables else text
         ingest = self.settings.ingest
+        plots = [(p.box, p.text(ingest.figure_text_chars)) for p in self.lines.plots(index)]
         figures = find_figures(
             page,
             index + 1,
@@ -195,6 +196,7 @@ class _PageParser:
             ingest.min_figure_px,
             self._figure_dpi(page, index),
             ingest.detect_vector_charts,
+            word_plots=plots,
         )
         regions = self._layout_regions(page, text, obstacles, figures)
         if regions:  # geometry alone was unsure: the layout model's figures and margins join in

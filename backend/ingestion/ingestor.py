@@ -16,7 +16,7 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from backend.documents.chunking import chunk_pages
+from backend.documents.chunking import chunk_pages, with_figure_chunks
 from backend.documents.figures import save_figure
 from backend.documents.limits import PDFIUM_STRING_LIMIT
 from backend.documents.ocr import get_ocr_engine
@@ -289,10 +289,12 @@ class Ingestor:
                         page=parsed.page,
                         path=str(path),
                         caption=figure.caption or "",
+                        text=figure.text,
                     )
                 )
         job.check_cancel()
         chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
+        chunks = with_figure_chunks(chunks, job.figures)
         if not chunks:
             raise DocLensError(_no_text_reason(job))
         if len(chunks) > self.settings.ingest.max_chunks:
