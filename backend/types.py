@@ -52,6 +52,7 @@ class Figure:
     path: str  # absolute path of the PNG inside data_dir
     caption: str = ""
     text: str = ""  # words drawn in it that were taken out of the body (a plot drawn with words)
+    context: str = ""  # sentences next to it that refer to it ("从下图中可以看出…"), found at ingest
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "file": self.file, "page": self.page, "path": self.path, "caption": self.caption}

@@ -17,12 +17,13 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
+from backend.documents.figure_mentions import figure_mentions, lines_above, lines_below, nearest_title
 from backend.documents.layout import BBox, Char, TextLine, center_inside, union
 
 log = logging.getLogger(__name__)
 
 CAPTION = re.compile(
-    r"^\s*(?:图\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
+    r"^\s*(?:[图表]\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
 )
 _CLUSTER_GAP = 10.0  # points between paths of one chart
 _MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
@@ -45,6 +46,7 @@ class PageFigure:
     image: Image.Image
     caption: str = ""
     text: str = ""  # the words drawn in it, when they were taken out of the body text
+    context: str = ""  # sentences next to it that refer to it (figure_mentions)
 
     @property
     def file_name(self) -> str:
@@ -110,8 +112,10 @@ def find_figures(
         except (ValueError, pdfium.PdfiumError) as exc:  # one bad figure must not cost the document
             log.warning("page %d: figure at %s skipped (%s)", page_no, [round(v) for v in box], exc)
             continue
-        caption = _caption_for(box, lines, used_captions)
-        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption, text))
+        above, below = [ln.text for ln in lines_above(box, lines)], [ln.text for ln in lines_below(box, lines)]
+        caption = _caption_for(box, lines, used_captions) or nearest_title(above, below)
+        context = figure_mentions(above, below, caption)
+        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption, text, context))
     return figures
 
 
@@ -122,6 +126,16 @@ def _padded(box: BBox, width: float, height: float, margin: float = 4.0) -> BBox
         min(width, box[2] + margin),
         min(height, box[3] + margin),
     )
+
+
+def introduced_on_previous_page(figures: Sequence[PageFigure], lines: Sequence[TextLine], tail: Sequence[str]) -> None:
+    """A figure with no text above it on its page takes its caption-like line and the sentences about it
+    from the previous page's last lines (``tail``), where such a figure is introduced."""
+    for figure in figures:
+        if not tail or lines_above(figure.box, lines):
+            continue
+        figure.caption = figure.caption or nearest_title(tail, [])
+        figure.context = " ".join(filter(None, [figure_mentions(tail, [], figure.caption), figure.context]))
 
 
 def page_box(page: pdfium.PdfPage) -> BBox:

@@ -290,6 +290,7 @@ class Ingestor:
                         path=str(path),
                         caption=figure.caption or "",
                         text=figure.text,
+                        context=figure.context,
                     )
                 )
         job.check_cancel()
