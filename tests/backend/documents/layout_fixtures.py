@@ -199,7 +199,8 @@ def write_word_plot_pdf(path: Path, words: int, seed: int = 7) -> tuple[list[str
     rng = random.Random(seed)
     letters = "abcdefghijklmnopqrstuvwxyz"
     vocabulary = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(4, 7))) for _ in range(3000)})
-    above = [f"Body sentence {i} explains the word embedding experiment in plain prose." for i in range(12)]
+    above = [f"Body sentence {i} explains the word embedding experiment in plain prose." for i in range(11)]
+    above.append("The figure below maps every word of the vocabulary.")
     below = [f"After the figure, sentence {i} goes on about the clusters." for i in range(6)]
     y = height - 60
     canvas.setFont(name, 10)

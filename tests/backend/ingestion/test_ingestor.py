@@ -189,6 +189,8 @@ def test_a_plot_drawn_with_words_is_indexed_once_as_its_figure(service, kb, tmp_
     [plot] = [r for r in rows if r.kind == "figure"]
     assert plot.content.startswith("Figure 3:") and plot.page == 1 and len(rows) <= 8
     assert not any(set(re.findall(r"[a-z]+", r.content)) & vocabulary for r in rows if r is not plot)
+    [figure] = open_kb(service, kb).registry.figures()  # its words and the sentence about it are kept
+    assert figure.context == "The figure below maps every word of the vocabulary." and figure.text in plot.content
     word = next(w for w in plot.content.split() if w in vocabulary)
     assert any(s.kind == "figure" for s in service.search(kb, word, top=5, mode="keyword").sources)
 
