@@ -3,8 +3,8 @@ a word cloud) is a figure, not body text.
 
 Found on the raw lines before the reading order is built (ordering 20,000 one-word lines cost minutes
 a page): short lines are counted on a grid; a connected patch of dense cells holding many of them that
-do not line up into rows (a table's cells share baselines, a scatter's words do not) is a plot. Its
-lines leave the body and become the figure's text, searchable once as one figure chunk.
+do not line up into a grid (a table's cells share baselines and column edges, a scatter's words do
+not) is a plot. Its lines leave the body and become the figure's text, searchable once as one chunk.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from backend.documents.layout import BBox, TextLine, center_inside, union
 CELL = 20.0  # points: the grid short lines are counted on
 DENSE_CELL = 5  # short lines in one cell that make it part of a plot
 MIN_PLOT_WORDS = 120  # fewer short lines are tick labels or a legend, not a plot of words
-MAX_ALIGNED = 0.5  # share of the words on a shared baseline next to another: above it, a table
+GRID_STEP = 0.25  # points: baselines and column edges this close are one
+MAX_GRID_FILL = 4  # rows x columns at most this many times the words: a table written cell by cell
 SHORT_CHARS = 24  # a plot's label is a word or two
 SHORT_WORDS = 3
 EDGE = CELL / 2  # short lines this close outside a plot's dense patches are its sparse edge
@@ -104,18 +105,10 @@ def _dense_patches(short: Sequence[TextLine]) -> list[list[TextLine]]:
 
 
 def _scattered(words: Sequence[TextLine]) -> bool:
-    """Words that do not form rows: few of them sit on a shared baseline right next to another."""
+    """Words that do not form a grid: a table's cells, however small and far apart, sit on few baselines
+    and few column edges (rows x columns ~ cells); a scatter's words are all at different places."""
     if len(words) < MIN_PLOT_WORDS:
         return False
-    rows: dict[float, list[TextLine]] = defaultdict(list)
-    for line in words:
-        rows[round(line.y0, 1)].append(line)
-    aligned = 0
-    for row in rows.values():
-        row.sort(key=lambda ln: ln.x0)
-        neighbours: set[int] = set()
-        for i, (left, right) in enumerate(zip(row, row[1:])):
-            if -0.5 <= right.x0 - left.x1 <= 3.0 * max(left.size, 1.0):
-                neighbours.update((i, i + 1))
-        aligned += len(neighbours)
-    return aligned <= MAX_ALIGNED * len(words)
+    rows = len({round(ln.y0 / GRID_STEP) for ln in words})
+    columns = min(len({round(ln.x0 / GRID_STEP) for ln in words}), len({round(ln.x1 / GRID_STEP) for ln in words}))
+    return rows * columns > MAX_GRID_FILL * len(words)

@@ -226,7 +226,7 @@ def write_word_plot_pdf(path: Path, words: int, seed: int = 7) -> tuple[list[str
     return [*above, caption, *below], set(vocabulary)
 
 
-def write_cell_table_pdf(path: Path, rows: int = 40, columns: int = 8) -> list[str]:
+def write_cell_table_pdf(path: Path, rows: int = 40, columns: int = 8, size: float = 7) -> list[str]:
     """A table of short numbers written cell by cell, column after column (one text object per cell):
     short separate lines, but on shared baselines. Returns the cells."""
     from reportlab.lib.pagesizes import A4
@@ -234,12 +234,12 @@ def write_cell_table_pdf(path: Path, rows: int = 40, columns: int = 8) -> list[s
 
     name = _font("DejaVuSerif", DEJAVU)
     canvas = Canvas(str(path), pagesize=A4)
-    canvas.setFont(name, 7)
+    canvas.setFont(name, size)
     cells = []
     for column in range(columns):
         for row in range(rows):
             cell = f"{(row * 37 + column * 11) % 997}.{column}"
-            canvas.drawString(60 + column * 58, 760 - row * 9, cell)
+            canvas.drawString(40 + column * size * 7, 800 - row * size * 1.3, cell)
             cells.append(cell)
     canvas.showPage()
     canvas.save()

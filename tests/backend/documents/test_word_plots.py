@@ -53,3 +53,13 @@ def test_a_table_written_cell_by_cell_stays_body_text(tmp_path, settings):
     [page] = parse_pdf(path, settings)
     assert not page.figures
     assert sum(cell in page.text for cell in cells) >= 0.95 * len(cells)
+
+
+def test_a_page_of_twenty_thousand_table_cells_is_ordered_in_seconds(tmp_path, settings):
+    """Not a plot (the cells share baselines): the reading order itself must not be quadratic."""
+    path = tmp_path / "cells.pdf"
+    cells = write_cell_table_pdf(path, rows=560, columns=36, size=1.0)
+    started = time.perf_counter()
+    [page] = parse_pdf(path, settings)
+    assert time.perf_counter() - started < PAGE_SECONDS
+    assert not page.figures and sum(cell in page.text for cell in cells[:500]) >= 450
