@@ -72,6 +72,7 @@ class IngestSettings(_Section):
     chunk_overlap: int = Field(default=80, ge=0, le=4000)
     min_figure_px: int = Field(default=64, ge=1)
     figure_dpi: int = Field(default=150, ge=50, le=600)
+    figure_text_chars: int = Field(default=2000, ge=0)  # words of a plot drawn with words kept as its one chunk
     extract_tables: bool = True
     detect_vector_charts: bool = True
     layout_model_native: bool = True  # text-layer pages whose column test is unsure: the layout model joins in

@@ -38,7 +38,7 @@ class Chunk:
     page_end: int  # last page (== page unless the chunk crosses a page break)
     chunk_index: int
     lang: str = ""  # "zh", "en" or "" (unknown); set at ingest from the text when the parser leaves it empty
-    kind: str = "text"  # "text", "references", "table" or "equation"
+    kind: str = "text"  # "text", "references", "table", "equation" or "figure" (a figure's own text)
 
 
 @dataclass
@@ -51,6 +51,8 @@ class Figure:
     page: int
     path: str  # absolute path of the PNG inside data_dir
     caption: str = ""
+    text: str = ""  # words drawn in it that were taken out of the body (a plot drawn with words)
+    context: str = ""  # sentences next to it that refer to it ("从下图中可以看出…"), found at ingest
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "file": self.file, "page": self.page, "path": self.path, "caption": self.caption}
@@ -162,7 +164,7 @@ class Source:
     chunk_id: str = ""
     lang: str = ""  # the chunk's language: "zh", "en" or "" (unknown)
     bridged: bool = False  # scored across languages without a translation (see retrieval/crosslingual.py)
-    kind: str = "text"  # the chunk's kind: "text", "references", "table" or "equation"
+    kind: str = "text"  # the chunk's kind: "text", "references", "table", "equation" or "figure"
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -74,12 +74,18 @@ def figure_references(figure: Figure, document_text: str, max_chars: int) -> lis
 
 
 def figure_context(figure: Figure, page_text: str, document_text: str = "", max_chars: int = 3000) -> str:
-    """What the document says about a figure: caption, the text of its page, paragraphs that refer to it."""
+    """What the document says about a figure: caption, the sentences next to it that refer to it (found at
+    ingest: they may end the previous page), the words drawn in it, the text of its page, paragraphs that
+    refer to it by number."""
     parts = []
     caption = clip(" ".join((figure.caption or "").split()), 400)
     if caption:
         parts.append(f"Caption: {caption}")
-    remaining = max(0, max_chars - len(caption) - 120)
+    for title, text, limit in (("Next to the figure", figure.context, 600), ("Words in the figure", figure.text, 600)):
+        flat = clip(" ".join((text or "").split()), limit)
+        if flat:
+            parts.append(f"{title}: {flat}")
+    remaining = max(0, max_chars - sum(len(p) for p in parts) - 120)
     references = figure_references(figure, document_text, remaining // 2)
     page_budget = remaining - sum(len(r) + 3 for r in references)
     page = clip(" ".join((page_text or "").split()), max(0, page_budget))

@@ -14,7 +14,7 @@ from typing import Iterable, Sequence
 
 from backend.documents.equations import is_equation_text
 from backend.text import CJK_CHAR, join_words
-from backend.types import Chunk, PageText
+from backend.types import Chunk, Figure, PageText
 
 _MATH_BLOCK = re.compile(r"\$\$.+?\$\$", re.DOTALL)
 _SENTENCE_END = re.compile(r"[。！？；]+[”’」』）)]*\s*|[.!?]+[\"'”’)\]]*\s+")
@@ -51,6 +51,16 @@ def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chun
     units = [u for page in pages for u in _page_units(page, size)]
     mark_references(units)
     return _Packer(size, overlap).pack(units)
+
+
+def with_figure_chunks(chunks: list[Chunk], figures: Sequence[Figure]) -> list[Chunk]:
+    """The chunks, then one chunk per figure that holds words taken out of the body (a plot drawn with
+    words): its caption and words are searchable once, not as a hundred chunks of noise."""
+    texts = [f for f in figures if f.text.strip()]
+    return chunks + [
+        Chunk(f"{f.caption}\n{f.text}".strip(), f.page, f.page, len(chunks) + i, kind="figure")
+        for i, f in enumerate(texts)
+    ]
 
 
 # ------------------------------------------------------------------------------------------- units

@@ -17,12 +17,13 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image
 
+from backend.documents.figure_mentions import figure_mentions, lines_above, lines_below, nearest_title
 from backend.documents.layout import BBox, Char, TextLine, center_inside, union
 
 log = logging.getLogger(__name__)
 
 CAPTION = re.compile(
-    r"^\s*(?:图\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
+    r"^\s*(?:[图表]\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
 )
 _CLUSTER_GAP = 10.0  # points between paths of one chart
 _MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
@@ -41,9 +42,11 @@ class PageFigure:
     page: int
     index: int
     box: BBox  # PDF points, origin bottom left
-    kind: str  # "image" or "vector"
+    kind: str  # "image", "vector" or "words" (a plot drawn with words: word_plots)
     image: Image.Image
     caption: str = ""
+    text: str = ""  # the words drawn in it, when they were taken out of the body text
+    context: str = ""  # sentences next to it that refer to it (figure_mentions)
 
     @property
     def file_name(self) -> str:
@@ -82,33 +85,57 @@ def find_figures(
     dpi: int,
     vector_charts: bool,
     max_image_share: float = 0.8,
+    word_plots: Sequence[tuple[BBox, str]] = (),
 ) -> list[PageFigure]:
-    """Images and (optionally) vector charts, largest page-covering images and ``excluded`` areas left out."""
+    """Images, plots drawn with words (``word_plots``: box and text) and (optionally) vector charts,
+    largest page-covering images and ``excluded`` areas left out."""
     width, height = page.get_size()
     page_area = width * height
-    boxes = [(b, "image") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
+    boxes = [(b, "image", "") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
+    boxes += [(_padded(b, width, height), "words", text) for b, text in word_plots]
     if vector_charts:
         chars = [c for ln in lines for c in ln.chars]
-        taken = [b for b, _ in boxes] + list(excluded)
-        boxes += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
+        taken = [b for b, _, _ in boxes] + list(excluded)
+        boxes += [(b, "vector", "") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
     visible = page_box(page)
     boxes = [
-        (clamped, kind)
-        for b, kind in boxes
+        (clamped, kind, text)
+        for b, kind, text in boxes
         if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)
     ]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
     figures: list[PageFigure] = []
     used_captions: set[int] = set()
-    for box, kind in boxes:
+    for box, kind, text in boxes:
         try:
             image = render_region(page, box, dpi)
         except (ValueError, pdfium.PdfiumError) as exc:  # one bad figure must not cost the document
             log.warning("page %d: figure at %s skipped (%s)", page_no, [round(v) for v in box], exc)
             continue
-        caption = _caption_for(box, lines, used_captions)
-        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption))
+        above, below = [ln.text for ln in lines_above(box, lines)], [ln.text for ln in lines_below(box, lines)]
+        caption = _caption_for(box, lines, used_captions) or nearest_title(above, below)
+        context = figure_mentions(above, below, caption)
+        figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption, text, context))
     return figures
+
+
+def _padded(box: BBox, width: float, height: float, margin: float = 4.0) -> BBox:
+    return (
+        max(0.0, box[0] - margin),
+        max(0.0, box[1] - margin),
+        min(width, box[2] + margin),
+        min(height, box[3] + margin),
+    )
+
+
+def introduced_on_previous_page(figures: Sequence[PageFigure], lines: Sequence[TextLine], tail: Sequence[str]) -> None:
+    """A figure with no text above it on its page takes its caption-like line and the sentences about it
+    from the previous page's last lines (``tail``), where such a figure is introduced."""
+    for figure in figures:
+        if not tail or lines_above(figure.box, lines):
+            continue
+        figure.caption = figure.caption or nearest_title(tail, [])
+        figure.context = " ".join(filter(None, [figure_mentions(tail, [], figure.caption), figure.context]))
 
 
 def page_box(page: pdfium.PdfPage) -> BBox:
@@ -245,14 +272,7 @@ def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: flo
         for ln in lines
         if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0] and not CAPTION.match(ln.text)
     ]
-    grown = union([box] + labels)
-    margin = 4.0
-    return (
-        max(0.0, grown[0] - margin),
-        max(0.0, grown[1] - margin),
-        min(width, grown[2] + margin),
-        min(height, grown[3] + margin),
-    )
+    return _padded(union([box] + labels), width, height)
 
 
 def _caption_for(box: BBox, lines: Sequence[TextLine], used: set[int]) -> str:

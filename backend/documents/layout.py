@@ -275,15 +275,16 @@ def _stacked(a: TextLine, b: TextLine) -> bool:
 
 def _rows(lines: Iterable[TextLine]) -> list[list[TextLine]]:
     rows: list[list[TextLine]] = []
+    top = bottom = 0.0  # of the last row, kept as it grows (recomputing them was quadratic in its lines)
     for line in lines:
         if rows and not line.block and not rows[-1][0].block:
-            top = max(ln.y1 for ln in rows[-1])
-            bottom = min(ln.y0 for ln in rows[-1])
             overlap = min(top, line.y1) - max(bottom, line.y0)
             if overlap > 0.5 * min(line.height, top - bottom):
                 rows[-1].append(line)
+                top, bottom = max(top, line.y1), min(bottom, line.y0)
                 continue
         rows.append([line])
+        top, bottom = line.y1, line.y0
     return rows
 
 

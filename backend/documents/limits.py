@@ -8,11 +8,13 @@ page sizes are read from the page tree, characters are counted before the lines 
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import math
 import mmap
 import re
 import zlib
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -163,7 +165,7 @@ class PageLimits:
     limits: IngestSettings
     cut_pages: dict[int, int] = field(default_factory=dict)  # page index -> text objects cut by pdfium
 
-    def check_text(self, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, index: int) -> None:
+    def check_text(self, textpage: pdfium.PdfTextPage, index: int) -> None:
         """Before the page's characters are read: refuse too many; note strings pdfium cut."""
         count = textpage.count_chars()
         if count > self.limits.max_page_chars:
@@ -172,7 +174,7 @@ class PageLimits:
                 f"ingest.max_page_chars ({self.limits.max_page_chars:,})"
             )
         if count >= PDFIUM_STRING_LIMIT:  # only then can a string have been cut
-            cut = cut_text_objects(page, textpage)
+            cut = cut_text_objects(textpage)
             if cut:
                 self.cut_pages[index] = cut
 
@@ -196,11 +198,15 @@ def render_dpi(width: float, height: float, dpi: float, limits: IngestSettings, 
     return fitting
 
 
-def cut_text_objects(page: pdfium.PdfPage, textpage: pdfium.PdfTextPage) -> int:
-    """Text objects holding PDFIUM_STRING_LIMIT characters or more: pdfium dropped the rest of their string."""
-    cut = 0
-    for obj in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_TEXT]):
-        size = pdfium_c.FPDFTextObj_GetText(obj.raw, textpage.raw, None, 0)  # UTF-16 bytes with the final NUL
-        if size // 2 - 1 >= PDFIUM_STRING_LIMIT:
-            cut += 1
-    return cut
+def cut_text_objects(textpage: pdfium.PdfTextPage) -> int:
+    """Text objects holding PDFIUM_STRING_LIMIT characters or more: pdfium dropped the rest of their string.
+    Counted in one walk over the page's characters: asking each object for its text walks them all once
+    per object (10 s for a plot of 19,716 words)."""
+    per_object: Counter[int] = Counter()
+    handle = textpage.raw
+    for index in range(textpage.count_chars()):
+        obj = pdfium_c.FPDFText_GetTextObject(handle, index)
+        address = ctypes.cast(obj, ctypes.c_void_p).value
+        if address:
+            per_object[address] += 1
+    return sum(1 for n in per_object.values() if n >= PDFIUM_STRING_LIMIT)

@@ -2,7 +2,8 @@
 
 The first pass (running headers, scanned pages) and the second (the page's text) need the same glyphs;
 reading them is most of the cost of parsing a native page, so the first pass keeps its lines, up to a
-budget, for the second to order again with the page's images as obstacles.
+budget, for the second to order again with the page's images as obstacles. Plots drawn with words
+(word_plots) are taken out of the lines as they are read: they are figures, and ordering them cost minutes.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pypdfium2 as pdfium
 
 from backend.documents.layout import BBox, TextLine, order_lines, raw_lines
 from backend.documents.limits import PageLimits
+from backend.documents.word_plots import WordPlot, split_word_plots
 
 KEPT_CHARS = 200_000  # glyphs kept between the passes per document: ~50 MB, some 50 pages of a paper
 
@@ -24,6 +26,7 @@ class PageLines:
         self.limits = limits
         self._budget = KEPT_CHARS if kept_chars is None else kept_chars
         self._kept: dict[int, list[TextLine]] = {}
+        self._plots: dict[int, list[WordPlot]] = {}  # page index -> its plots drawn with words
 
     def first_pass(self, page: pdfium.PdfPage, index: int) -> list[TextLine]:
         """The page's lines in reading order, kept (unordered) for ``second_pass`` while the budget lasts."""
@@ -37,6 +40,11 @@ class PageLines:
     def forget(self, index: int) -> None:
         """A page that is not read from its text layer (a scan to OCR) needs no kept lines."""
         self._kept.pop(index, None)
+        self._plots.pop(index, None)
+
+    def plots(self, index: int) -> list[WordPlot]:
+        """The plots drawn with words found when the page was last read (handed over once)."""
+        return self._plots.pop(index, [])
 
     def second_pass(self, page: pdfium.PdfPage, index: int, obstacles: Sequence[BBox]) -> list[TextLine]:
         kept = self._kept.pop(index, None)
@@ -45,7 +53,12 @@ class PageLines:
     def read(self, page: pdfium.PdfPage, index: int) -> list[TextLine]:
         textpage = page.get_textpage()
         try:
-            self.limits.check_text(page, textpage, index)  # before lines are built: ~300 bytes per character
-            return raw_lines(textpage)
+            self.limits.check_text(textpage, index)  # before lines are built: ~300 bytes per character
+            lines, plots = split_word_plots(raw_lines(textpage))
         finally:
             textpage.close()
+        if plots:
+            self._plots[index] = plots
+        else:
+            self._plots.pop(index, None)
+        return lines

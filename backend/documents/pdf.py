@@ -28,7 +28,14 @@ from backend.documents.equations import (
     ocr_inline_formulas,
     with_inline_pieces,
 )
-from backend.documents.figures import PageFigure, find_figures, image_boxes, render_region
+from backend.documents.figure_mentions import TAIL_LINES
+from backend.documents.figures import (
+    PageFigure,
+    find_figures,
+    image_boxes,
+    introduced_on_previous_page,
+    render_region,
+)
 from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
@@ -126,6 +133,7 @@ class _PageParser:
         self.limits = PageLimits(path.name, settings.ingest)
         self.lines = PageLines(self.limits)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
+        self.tail: list[str] = []  # the last lines of the previous page: what introduces a figure atop this one
 
     def close(self) -> None:
         if self._ocr_ahead is not None:
@@ -185,6 +193,7 @@ class _PageParser:
         tables = self._tables(index, page, text, paths)
         body = _with_tables(text, tables, obstacles) if tables else text
         ingest = self.settings.ingest
+        plots = [(p.box, p.text(ingest.figure_text_chars)) for p in self.lines.plots(index)]
         figures = find_figures(
             page,
             index + 1,
@@ -195,7 +204,10 @@ class _PageParser:
             ingest.min_figure_px,
             self._figure_dpi(page, index),
             ingest.detect_vector_charts,
+            word_plots=plots,
         )
+        introduced_on_previous_page(figures, body, self.tail)
+        self.tail = [ln.text for ln in body if not ln.block][-TAIL_LINES:]
         regions = self._layout_regions(page, text, obstacles, figures)
         if regions:  # geometry alone was unsure: the layout model's figures and margins join in
             text, figure_boxes = with_regions(text, regions, height)
@@ -302,6 +314,7 @@ class _PageParser:
             engine = self._ocr_engine or get_ocr_engine(self.settings)
             self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(self.scanned))
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
+        self.tail = [ln for ln in text.splitlines() if ln.strip()][-TAIL_LINES:]
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
         figures = find_figures(

@@ -11,6 +11,7 @@ Coordinates are PDF points, origin bottom left (OCR boxes are flipped by the cal
 
 from __future__ import annotations
 
+import bisect
 import statistics
 from dataclasses import dataclass
 from typing import Protocol, Sequence
@@ -242,9 +243,15 @@ def _around_lone_headings(lines: list, size: float) -> list[list]:
     """Cut above and below each line in a bigger font with nothing beside it (a title over the columns,
     even a short centred one that does not cross the gutter)."""
     ordered = sorted(lines, key=lambda ln: -_centre_y(ln))
+    by_bottom = sorted(lines, key=lambda ln: ln.box[1])
+    bottoms = [ln.box[1] for ln in by_bottom]
+    tallest = max((ln.box[3] - ln.box[1] for ln in lines), default=0.0)
     pieces: list[list] = [[]]
     for line in ordered:
-        lone = line.size > _HEADING_SIZE * size and not any(_beside(line, o) for o in lines if o is not line)
+        # only lines whose bottom is within the tallest line's height below this top can overlap it:
+        # a page of 20,000 short lines is not compared pair by pair
+        near = by_bottom[bisect.bisect_right(bottoms, line.box[1] - tallest) : bisect.bisect_left(bottoms, line.box[3])]
+        lone = line.size > _HEADING_SIZE * size and not any(_beside(line, o) for o in near if o is not line)
         if lone:
             pieces += [[line], []]
         else:

@@ -16,13 +16,13 @@ from typing import Callable, Iterator, Optional
 
 import numpy as np
 
-from backend.documents.chunking import chunk_pages
+from backend.documents.chunking import chunk_pages, with_figure_chunks
 from backend.documents.figures import save_figure
-from backend.documents.limits import PDFIUM_STRING_LIMIT
 from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
+from backend.ingestion.notes import no_text_reason, stored_notes
 from backend.ingestion.read_ahead import PageReader, ReadAhead
 from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256, keep_apart
 from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
@@ -260,7 +260,7 @@ class Ingestor:
             chunks=len(job.chunks),
             figures=len(job.figures),
             empty_ocr_pages=job.empty_ocr_pages,
-            error=_notes(job, replaced),
+            error=stored_notes(job.item, replaced, job.empty_ocr_pages, job.unreadable_pages, job.cut_pages),
         )
 
     def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
@@ -291,12 +291,15 @@ class Ingestor:
                         page=parsed.page,
                         path=str(path),
                         caption=figure.caption or "",
+                        text=figure.text,
+                        context=figure.context,
                     )
                 )
         job.check_cancel()
         chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
+        chunks = with_figure_chunks(chunks, job.figures)
         if not chunks:
-            raise DocLensError(_no_text_reason(job))
+            raise DocLensError(no_text_reason(job.item.name, job.unreadable_pages, job.empty_ocr_pages))
         if len(chunks) > self.settings.ingest.max_chunks:
             raise DocumentError(
                 f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
@@ -409,42 +412,3 @@ def _naming(item: UploadItem, message: str) -> str:
     if item.path.name != item.name and message.startswith(own):
         message = message[len(own) :]
     return message if item.name in message else f"{item.name}: {message}"
-
-
-def _no_text_reason(job: _Job) -> str:
-    if job.unreadable_pages:
-        return (
-            f"{job.item.name}: no text found (pdfium cannot load pages {_page_list(job.unreadable_pages)}: "
-            f"a damaged page tree)"
-        )
-    if job.empty_ocr_pages:
-        return f"{job.item.name}: no text found (OCR found nothing on pages {_page_list(job.empty_ocr_pages)})"
-    return f"{job.item.name}: no text found in the document"
-
-
-def _notes(job: _Job, replaced: Optional[DocumentInfo]) -> Optional[str]:
-    """What the user must know about a stored document: what it replaced, and pages not (fully) read."""
-    notes = [job.item.kept_apart] if job.item.kept_apart else []
-    if replaced is not None:
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(replaced.created_at))
-        notes.append(f"replaced {replaced.file} (a different file: {replaced.pages} pages, indexed {when})")
-    if job.empty_ocr_pages:
-        notes.append(f"OCR found no text on page(s) {_page_list(job.empty_ocr_pages)}")
-    if job.unreadable_pages:
-        notes.append(
-            f"page(s) {_page_list(job.unreadable_pages)} could not be read (pdfium cannot load them: "
-            f"a damaged page tree)"
-        )
-    if job.cut_pages:
-        notes.append(
-            f"page(s) {_page_list(job.cut_pages)}: a text string over {PDFIUM_STRING_LIMIT:,} characters "
-            f"was cut by pdfium, the rest of it is missing"
-        )
-    if not notes:
-        return None
-    skipped = job.empty_ocr_pages or job.unreadable_pages
-    return f"{job.item.name}: " + "; ".join(notes) + ("; the other pages are indexed" if skipped else "")
-
-
-def _page_list(pages: list[int]) -> str:
-    return ", ".join(str(p) for p in pages[:20]) + (" …" if len(pages) > 20 else "")

@@ -32,9 +32,11 @@ CREATE TABLE IF NOT EXISTS pages (
     PRIMARY KEY (doc_id, page));
 CREATE TABLE IF NOT EXISTS figures (
     id TEXT PRIMARY KEY, doc_id TEXT NOT NULL, page INTEGER NOT NULL, path TEXT NOT NULL,
-    caption TEXT DEFAULT '');
+    caption TEXT DEFAULT '', context TEXT DEFAULT '', text TEXT DEFAULT '');
 CREATE TABLE IF NOT EXISTS summaries (doc_id TEXT PRIMARY KEY, text TEXT NOT NULL, created_at REAL NOT NULL);
 """
+# columns added since a knowledge base was first written: added when an older one is opened
+_ADDED_COLUMNS = {"figures": ("context TEXT DEFAULT ''", "text TEXT DEFAULT ''")}
 
 
 class Registry:
@@ -46,6 +48,7 @@ class Registry:
         conn = sqlite3.connect(self.path, timeout=30)  # creates the file: _db only opens an existing one
         try:
             conn.executescript(_SCHEMA)
+            _add_missing_columns(conn)
         finally:
             conn.close()
 
@@ -166,8 +169,9 @@ class Registry:
         relative = str(Path(figure.path).relative_to(self.folder))
         with self._db() as db:
             db.execute(
-                "INSERT OR REPLACE INTO figures(id, doc_id, page, path, caption) VALUES (?, ?, ?, ?, ?)",
-                (figure.id, figure.doc_id, figure.page, relative, figure.caption),
+                "INSERT OR REPLACE INTO figures(id, doc_id, page, path, caption, context, text)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (figure.id, figure.doc_id, figure.page, relative, figure.caption, figure.context, figure.text),
             )
 
     def figures(self, doc_id: Optional[str] = None, complete_only: bool = True) -> list[Figure]:
@@ -187,6 +191,8 @@ class Registry:
                 page=r["page"],
                 path=str(self.folder / r["path"]),
                 caption=r["caption"] or "",
+                text=r["text"] or "",
+                context=r["context"] or "",
             )
             for r in rows
         ]
@@ -204,6 +210,16 @@ class Registry:
                 "INSERT OR REPLACE INTO summaries(doc_id, text, created_at) VALUES (?, ?, ?)",
                 (doc_id, text, time.time()),
             )
+
+
+def _add_missing_columns(conn: sqlite3.Connection) -> None:
+    """A knowledge base written before a column existed gets it (empty), so it opens as it was."""
+    for table, columns in _ADDED_COLUMNS.items():
+        present = {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+        for column in columns:
+            if column.split()[0] not in present:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {column}")
+    conn.commit()
 
 
 def _document(row: sqlite3.Row) -> DocumentInfo:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import resource
+import statistics
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -10,6 +11,8 @@ from typing import Any, Sequence
 from backend.service import DocLens
 from backend.settings import Settings
 from backend.types import IngestResult
+
+SLOW_FACTOR = 3.0  # a file this many times slower per page than the median is named
 
 
 def ingest_speed(results: Sequence[IngestResult]) -> dict[str, float]:
@@ -26,6 +29,20 @@ def ingest_speed(results: Sequence[IngestResult]) -> dict[str, float]:
         "native_pages_per_s": rate(native),
         "scanned_pages_per_s": rate(scanned),
     }
+
+
+def slow_files(results: Sequence[IngestResult], factor: float = SLOW_FACTOR) -> list[str]:
+    """Files that took more than ``factor`` times the median seconds per page, slowest first, each with its
+    time: one page that costs minutes hides in a total."""
+    timed = [r for r in results if r.ok and r.status != "duplicate" and r.pages > 0]
+    if len(timed) < 2:
+        return []
+    median = statistics.median(r.seconds / r.pages for r in timed)
+    slow = sorted((r for r in timed if r.seconds / r.pages > factor * median), key=lambda r: -r.seconds / r.pages)
+    return [
+        f"{r.file}: {r.seconds / r.pages:.2f} s/page ({r.seconds:.1f} s, {r.pages} pages; median {median:.2f})"
+        for r in slow
+    ]
 
 
 def benchmark_ingest(service: DocLens, paths: Sequence[Path]) -> dict[str, Any]:
@@ -51,6 +68,7 @@ def benchmark_ingest(service: DocLens, paths: Sequence[Path]) -> dict[str, Any]:
         "chunks": sum(r.chunks for r in results),
         "wall_seconds": round(wall, 2),
         **speed,
+        "slow_files": slow_files(results),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from backend.answering.extractive import NO_MODEL_NOTICE
 from backend.answering.figures import answer_about_figure, detect_image_mime, figure_context
+from backend.types import Figure
 from tests.backend.answering.support import (
     DOCUMENT_TEXT,
     FIGURE,
@@ -76,3 +77,35 @@ def test_figure_question_without_a_model_quotes_the_context(tmp_path: Path) -> N
     assert answer.mode == "extractive" and answer.notice == NO_MODEL_NOTICE
     assert answer.answer.startswith("About figure p3 of paper.pdf")
     assert "flattens after epoch 40" in answer.answer
+
+
+def test_a_figure_atop_a_page_goes_to_the_model_with_the_lines_that_introduce_it(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    """Issue 29 item 5: the chart of 商业分析示例文档.pdf is alone on page 2; page 1 ends with its heading
+    and "从下图中可以看出…". Both are kept with the figure at ingest and reach the vision model."""
+    from backend.documents.figures import save_figure
+    from backend.documents.pdf import parse_pdf
+    from backend.knowledge_bases.registry import Registry
+    from tests.conftest import SAMPLES, make_settings
+
+    name = "商业分析示例文档.pdf"
+    pages = parse_pdf(SAMPLES / name, make_settings(tmp_path / "data"))
+    [parsed] = [f for p in pages for f in p.figures]
+    assert parsed.page == 2 and pages[1].text == ""
+    registry = Registry(tmp_path / "kb")
+    registry.add_pending("d1", name, "sha")
+    registry.mark_complete("d1", 2, 0, 3, 1)
+    path = save_figure(parsed, tmp_path / "kb" / "figures" / "d1")
+    registry.add_figure(Figure("d1/p2_fig1", "d1", name, 2, str(path), parsed.caption, parsed.text, parsed.context))
+    [figure] = registry.figures()
+    assert figure.caption == "市场份额趋势"
+    assert figure.context == "从下图中可以看出，尽管面临竞争，我们的市场份额仍在稳步扩大："
+
+    client = make_client(tmp_path, fake.base_url, DOCLENS_LLM_VISION_MODEL="fake-vision")
+    context = figure_context(figure, pages[1].text, "\n\n".join(p.text for p in pages))
+    answer = answer_about_figure(client, "这张图展示了什么？", figure, path.read_bytes(), None, context)
+    assert answer.mode == "vision"
+    text = fake.vision_requests()[-1].text()
+    assert "Figure caption: 市场份额趋势" in text and "(none)" not in text
+    assert "从下图中可以看出，尽管面临竞争，我们的市场份额仍在稳步扩大" in text

@@ -183,3 +183,64 @@ def write_drawn_chart_pdf(path: Path, paragraphs: Sequence[str]) -> str:
     canvas.showPage()
     canvas.save()
     return " ".join(truth)
+
+
+def write_word_plot_pdf(path: Path, words: int, seed: int = 7) -> tuple[list[str], set[str]]:
+    """Body text above and below a plot box scattered with ``words`` separate tiny words (a t-SNE map of a
+    vocabulary: one text object per word) and its caption. Returns the body lines and the plot's vocabulary."""
+    import random
+
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen.canvas import Canvas
+
+    name = _font("DejaVuSerif", DEJAVU)
+    canvas = Canvas(str(path), pagesize=A4)
+    width, height = A4
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocabulary = sorted({"".join(rng.choice(letters) for _ in range(rng.randint(4, 7))) for _ in range(3000)})
+    above = [f"Body sentence {i} explains the word embedding experiment in plain prose." for i in range(11)]
+    above.append("The figure below maps every word of the vocabulary.")
+    below = [f"After the figure, sentence {i} goes on about the clusters." for i in range(6)]
+    y = height - 60
+    canvas.setFont(name, 10)
+    for line in above:
+        canvas.drawString(54, y, line)
+        y -= 13
+    x0, y0, x1, y1 = 70, 200, width - 50, y - 20
+    canvas.line(x0, y0, x1, y0)
+    canvas.line(x0, y0, x0, y1)
+    for _ in range(words):
+        canvas.setFont(name, rng.uniform(1.5, 3.5))
+        canvas.drawString(rng.uniform(x0 + 2, x1 - 12), rng.uniform(y0 + 2, y1 - 4), rng.choice(vocabulary))
+    caption = "Figure 3: a t-SNE map of the vocabulary, one word per point."
+    canvas.setFont(name, 9)
+    canvas.drawString(54, 180, caption)
+    canvas.setFont(name, 10)
+    y = 160
+    for line in below:
+        canvas.drawString(54, y, line)
+        y -= 13
+    canvas.showPage()
+    canvas.save()
+    return [*above, caption, *below], set(vocabulary)
+
+
+def write_cell_table_pdf(path: Path, rows: int = 40, columns: int = 8, size: float = 7) -> list[str]:
+    """A table of short numbers written cell by cell, column after column (one text object per cell):
+    short separate lines, but on shared baselines. Returns the cells."""
+    from reportlab.lib.pagesizes import A4
+    from reportlab.pdfgen.canvas import Canvas
+
+    name = _font("DejaVuSerif", DEJAVU)
+    canvas = Canvas(str(path), pagesize=A4)
+    canvas.setFont(name, size)
+    cells = []
+    for column in range(columns):
+        for row in range(rows):
+            cell = f"{(row * 37 + column * 11) % 997}.{column}"
+            canvas.drawString(40 + column * size * 7, 800 - row * size * 1.3, cell)
+            cells.append(cell)
+    canvas.showPage()
+    canvas.save()
+    return cells

@@ -18,6 +18,7 @@ import pytest
 
 from backend.service import DocLens
 from backend.types import ProgressEvent
+from tests.backend.documents.layout_fixtures import write_word_plot_pdf
 from tests.backend.documents.pdf_fixtures import write_bad_inputs
 from tests.backend.ingestion.support import (
     BUSINESS,
@@ -177,6 +178,21 @@ def test_odd_file_names(service, kb, data_dir, tmp_path):
         service.delete_document(kb, name)
     assert [d.file for d in service.documents(kb)] == [ODD_NAMES[4]]
     assert_consistent(service, kb)
+
+
+def test_a_plot_drawn_with_words_is_indexed_once_as_its_figure(service, kb, tmp_path):
+    path = tmp_path / "tsne.pdf"
+    _, vocabulary = write_word_plot_pdf(path, 3000)
+    [result] = service.ingest(kb, [path])
+    assert result.status == "indexed" and result.figures == 1
+    rows = service.store.chunks(open_kb(service, kb).collection)
+    [plot] = [r for r in rows if r.kind == "figure"]
+    assert plot.content.startswith("Figure 3:") and plot.page == 1 and len(rows) <= 8
+    assert not any(set(re.findall(r"[a-z]+", r.content)) & vocabulary for r in rows if r is not plot)
+    [figure] = open_kb(service, kb).registry.figures()  # its words and the sentence about it are kept
+    assert figure.context == "The figure below maps every word of the vocabulary." and figure.text in plot.content
+    word = next(w for w in plot.content.split() if w in vocabulary)
+    assert any(s.kind == "figure" for s in service.search(kb, word, top=5, mode="keyword").sources)
 
 
 def _squash(text: str) -> str:

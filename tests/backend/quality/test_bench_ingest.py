@@ -1,6 +1,6 @@
 """The ingest benchmark's speeds."""
 
-from backend.quality.bench_ingest import ingest_speed
+from backend.quality.bench_ingest import ingest_speed, slow_files
 from backend.types import IngestResult
 
 
@@ -12,3 +12,17 @@ def test_ingest_speed_splits_native_and_scanned_documents():
     ]
     speed = ingest_speed(results)
     assert speed["native_pages_per_s"] == 5.0 and speed["scanned_pages_per_s"] == 0.5
+
+
+def test_slow_files_names_every_file_over_three_times_the_median_seconds_per_page():
+    results = [
+        IngestResult("a.pdf", "indexed", pages=10, seconds=10.0),  # 1 s/page
+        IngestResult("b.pdf", "indexed", pages=5, seconds=6.0),  # 1.2 s/page
+        IngestResult("c.pdf", "indexed", pages=2, seconds=3.0),  # 1.5: the median
+        IngestResult("words.pdf", "indexed", pages=9, seconds=254.0),  # 28 s/page
+        IngestResult("d.pdf", "indexed", pages=1, seconds=3.5),  # 3.5: within 3x the median (4.5)
+        IngestResult("e.pdf", "failed", pages=0, seconds=90.0),
+        IngestResult("f.pdf", "duplicate", pages=3, seconds=60.0),
+    ]
+    assert slow_files(results) == ["words.pdf: 28.22 s/page (254.0 s, 9 pages; median 1.50)"]
+    assert slow_files(results[:1]) == []
