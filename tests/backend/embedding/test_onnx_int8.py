@@ -14,7 +14,14 @@ from backend.embedding.builds import TMP_PREFIX
 from backend.embedding.bundled import bundled_model_dir
 from backend.embedding.factory import resolve_int8_runtime
 from backend.embedding.int8 import cpu_supports_int8
-from backend.embedding.onnx_int8 import MODEL_FILE, ORT_MARKER, OnnxInt8Embedder, ensure_ort_model, ort_model_dir
+from backend.embedding.onnx_int8 import (
+    MODEL_FILE,
+    ORT_MARKER,
+    WEIGHTS_FILE,
+    OnnxInt8Embedder,
+    ensure_ort_model,
+    ort_model_dir,
+)
 from backend.embedding.preparation import build_plan
 from backend.errors import EmbeddingError
 from tests.backend.embedding.conftest import TEXTS as SHARED_TEXTS
@@ -49,8 +56,8 @@ def test_the_model_is_built_once_next_to_the_bundled_model(ort: Embedder) -> Non
     assert isinstance(ort, OnnxInt8Embedder)
     assert ort.model_id == "bundled:multilingual-e5-small" and ort.dim == 384  # KBs cannot tell it from float32
     folder = ort_model_dir(bundled_model_dir(MODEL_CACHE))
-    assert "onnxruntime1." in folder.name  # a new runtime builds its own
-    assert (folder / ORT_MARKER).is_file() and (folder / MODEL_FILE).stat().st_size > 100_000_000
+    assert "-ort1." in folder.name  # a new runtime builds its own
+    assert (folder / ORT_MARKER).is_file() and (folder / WEIGHTS_FILE).stat().st_size > 100_000_000
     assert not list(MODEL_CACHE.glob(f"{TMP_PREFIX}*")), "a temporary build folder was left behind"
     built = (folder / MODEL_FILE).stat().st_ino
     assert ensure_ort_model(bundled_model_dir(MODEL_CACHE)) == folder
