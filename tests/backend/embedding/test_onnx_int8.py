@@ -131,3 +131,11 @@ def test_first_start_plans_the_build_of_the_chosen_runtime(tmp_path: Path) -> No
     ort = make_settings(tmp_path, DOCLENS_EMBEDDING_INT8_RUNTIME="onnxruntime")
     assert build_plan(ort) == ("bundled", "onnxruntime")
     assert build_plan(make_settings(tmp_path, DOCLENS_EMBEDDING_INT8_RUNTIME="none")) == ("bundled",)
+
+
+def test_every_build_step_has_words_for_the_banner() -> None:
+    from backend.embedding.onnx_int8 import BUILD, ORT_STEPS
+    from ui.app import preparation_step
+
+    loading = preparation_step("en", "load")
+    assert all(preparation_step("en", f"{BUILD}:{step}") != loading for step in ORT_STEPS)
