@@ -1,5 +1,6 @@
-"""The bundled model in int8 on ONNX Runtime (``embedding.int8_runtime: onnxruntime``, or ``auto`` on CPUs
-without VNNI): ONNX Runtime's integer kernels on plain AVX2/AVX-512, where OpenVINO's int8 is slow.
+"""The bundled model in int8 on ONNX Runtime (``embedding.int8_runtime: onnxruntime``, opt-in): ONNX Runtime's
+integer kernels on plain AVX2/AVX-512, where OpenVINO's int8 is slow. Not the default: its dense hit@5 is
+0.006-0.007 below float32's (docs/benchmarks.md).
 
 The sentence-transformers folder is exported once (``torch.onnx``), its attention, LayerNorm and GELU fused
 by onnxruntime's transformer optimizer (unfused int8 gains little), and its matrix weights quantized to int8
