@@ -47,6 +47,8 @@ class EmbeddingSettings(_Section):
     provider: Literal["sentence_transformers", "openai"] = "sentence_transformers"
     model: str = "bundled:multilingual-e5-small"
     dtype: Literal["auto", "float32", "bfloat16", "int8"] = "auto"
+    # int8's runtime: auto is OpenVINO on CPUs with VNNI, none (float) on the others; onnxruntime is opt-in
+    int8_runtime: Literal["auto", "onnxruntime", "openvino", "none"] = "auto"
     batch_size: int = Field(default=8, ge=1, le=1024)
     max_seq_length: int = Field(default=512, ge=16, le=8192)
     base_url: EndpointURL = ""  # provider=openai: the embeddings endpoint; empty means llm.base_url

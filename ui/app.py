@@ -79,6 +79,9 @@ def preparation_step(lang: str, step: str) -> str:
         "int8:calibrate": text(lang, "reading the calibration texts", "读取校准文本"),
         "int8:quantize": text(lang, "quantizing it to int8", "量化为 int8"),
         "int8:save": text(lang, "saving the int8 model", "保存 int8 模型"),
+        "onnxruntime:export": text(lang, "exporting it to ONNX", "导出为 ONNX 模型"),
+        "onnxruntime:fuse": text(lang, "fusing its attention layers", "融合注意力层"),
+        "onnxruntime:quantize": text(lang, "quantizing it to int8", "量化为 int8"),
     }
     return steps.get(step, text(lang, "loading the model", "加载模型"))
 

