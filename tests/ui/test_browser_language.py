@@ -50,6 +50,9 @@ def other_language_strings(page_text: str, lang: str) -> list[str]:
     return found
 
 
+DOCUMENT_NAME = re.compile(r"[^\s|/\"“”]+\.pdf", re.IGNORECASE)
+
+
 def whole_page_text(page) -> str:
     """The header and every tab's visible text (each tab is shown in turn; quality checks opened)."""
     texts = []
@@ -59,9 +62,10 @@ def whole_page_text(page) -> str:
         if tab == "tab-kb" and page.locator("#quality .label-wrap.open, #quality .open").count() == 0:
             page.locator("#quality").locator("button, .label-wrap").first.click()
             page.wait_for_timeout(300)
-        # What the model wrote (the recording server echoes in English) is content, not the UI's words.
+        # What the model wrote (the recording server echoes in English) and the documents' names (a Chinese
+        # file name holds 文档) are content, not the UI's words.
         shown = page.locator("body").inner_text().splitlines()
-        texts.append("\n".join(line for line in shown if "Echo:" not in line))
+        texts.append("\n".join(DOCUMENT_NAME.sub(" ", line) for line in shown if "Echo:" not in line))
     return "\n".join(texts)
 
 
