@@ -54,8 +54,8 @@ def reliability(confidences: Sequence[float], labels: Sequence[bool], bins: int 
 def auroc(confidences: Sequence[float], labels: Sequence[bool]) -> float:
     """How well the confidence tells found from not found: P(a found question reads higher than one not
     found), ties counting half (0.5 when only one kind is there: nothing to tell apart)."""
-    found = sorted(c for c, hit in zip(confidences, labels) if hit)
-    missed = sorted(c for c, hit in zip(confidences, labels) if not hit)
+    found = [c for c, hit in zip(confidences, labels) if hit]
+    missed = [c for c, hit in zip(confidences, labels) if not hit]
     if not found or not missed:
         return 0.5
     ranks = _mid_ranks([*found, *missed])
@@ -93,11 +93,11 @@ def calibration_splits(answerable: Sequence[dict], left_out: Sequence[dict]) -> 
     """The check on the answerable questions, the left-out ones and both (eval details: ``confidence``
     and ``found``); a split without questions is left out."""
     parts = {"answerable": list(answerable), "left_out": list(left_out), "mix": [*answerable, *left_out]}
-    return {
-        name: calibration_check([d["confidence"] for d in rows], [found(d) for d in rows])
-        for name, rows in parts.items()
-        if rows
-    }
+    return {name: _check_rows(rows) for name, rows in parts.items() if rows}
+
+
+def _check_rows(rows: Sequence[dict]) -> dict[str, Any]:
+    return calibration_check([d["confidence"] for d in rows], [found(d) for d in rows])
 
 
 def found(detail: dict) -> bool:
@@ -144,7 +144,7 @@ def calibrate_from_reports(
         "questions": len(every),
         "path": str(target),
         "checked_on": f"the {HELD_OUT} half" if hold_out else "the questions fitted on",
-        "reliability": calibration_splits(checked(_all(per_report)), [])["answerable"],
+        "reliability": _check_rows(checked(_all(per_report))),
         "per_report": {
             name: calibration_splits(checked(parts["answerable"]), checked(parts["left_out"]))
             for name, parts in per_report.items()
