@@ -51,6 +51,7 @@ _MIN_GLYPHS = 3
 _INLINE_GLYPH_MAX = 1.6  # at most this many body font sizes wide and high
 _MAX_GLYPH_ASPECT = 12.0  # thinner paths are rules, ticks and underlines
 _MAX_PAGE_GLYPHS = 400  # more small paths than this on a page: a drawing, not text
+FORMULA_IMAGE_MARK = "[formula: image,"  # a formula only drawn (no text): its OCR reading follows
 MAX_INLINE_FORMULAS = 24  # more clusters than this on a page: a drawing, not symbols in text
 
 
@@ -168,6 +169,8 @@ def ocr_formulas(
         except Exception as exc:  # noqa: BLE001 - OCR of one formula is not worth the page
             log.warning("formula at %s not read (%s)", [round(v) for v in box], exc)
             continue
+        if text and not _EQUATION_NUMBER.fullmatch(text):  # OCR garbles a formula: its reading is marked so
+            text = f"{FORMULA_IMAGE_MARK} OCR: {text}]"
         if text:
             found.append(TextLine(text, box, size))
     return found

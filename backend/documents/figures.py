@@ -14,19 +14,30 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 import pypdfium2 as pdfium
-import pypdfium2.raw as pdfium_c
 from PIL import Image
 
 from backend.documents.figure_mentions import figure_mentions, lines_above, lines_below, nearest_title
+from backend.documents.figure_objects import page_objects
+from backend.documents.figure_regions import (
+    CAPTION,
+    above_caption,
+    caption_lines,
+    holds_the_text,
+    is_blank,
+    is_body_text,
+    is_sentence_beside,
+    joined_parts,
+    text_size,
+)
 from backend.documents.layout import BBox, Char, TextLine, center_inside, union
 
 log = logging.getLogger(__name__)
 
-CAPTION = re.compile(
-    r"^\s*(?:[图表]\s*\d+|图\s*[\d一二三四五六七八九十]+[-.．]\d+|Figure\s*\d+|Fig\.?\s*\d+)", re.IGNORECASE
-)
-_CLUSTER_GAP = 10.0  # points between paths of one chart
+_CLUSTER_GAP = 10.0
+_MIN_MARKERS = 5  # data points of one size that count as one chart shape
+_MIN_DRAWING_HEIGHT = 24.0  # points: lower clusters are rules and underlines  # points between paths of one chart
 _MAX_PATHS = 1500  # beyond this a page is a drawing or a map: clustering would be slow and meaningless
+_MIN_IMAGE_PX = 8  # smaller images are rules, bullets and dots; a figure of small tiles is joined first
 _CAPTION_BELOW = 60.0
 _CAPTION_ABOVE = 40.0
 _TITLE_MAX_CHARS = 40
@@ -42,7 +53,7 @@ class PageFigure:
     page: int
     index: int
     box: BBox  # PDF points, origin bottom left
-    kind: str  # "image", "vector" or "words" (a plot drawn with words: word_plots)
+    kind: str  # "image", "drawing" (an included form), "vector" or "words" (a plot drawn with words: word_plots)
     image: Image.Image
     caption: str = ""
     text: str = ""  # the words drawn in it, when they were taken out of the body text
@@ -63,15 +74,8 @@ def save_figure(figure: PageFigure, directory: Path | str) -> Path:
 
 
 def image_boxes(page: pdfium.PdfPage) -> list[tuple[BBox, tuple[int, int]]]:
-    """Bounds and pixel size of the page's image objects."""
-    found = []
-    for obj in page.get_objects(filter=(pdfium_c.FPDF_PAGEOBJ_IMAGE,), max_depth=2):
-        try:
-            pixels = obj.get_px_size()
-        except pdfium.PdfiumError:
-            pixels = (0, 0)
-        found.append((tuple(obj.get_bounds()), tuple(pixels)))
-    return found
+    """Visible page-space bounds and pixel size of the page's image objects, nested ones included."""
+    return page_objects(page).images
 
 
 def find_figures(
@@ -86,22 +90,26 @@ def find_figures(
     vector_charts: bool,
     max_image_share: float = 0.8,
     word_plots: Sequence[tuple[BBox, str]] = (),
+    drawings: Sequence[BBox] = (),
 ) -> list[PageFigure]:
-    """Images, plots drawn with words (``word_plots``: box and text) and (optionally) vector charts,
-    largest page-covering images and ``excluded`` areas left out."""
-    width, height = page.get_size()
-    page_area = width * height
-    boxes = [(b, "image", "") for b in _image_regions(images, page_area, max_image_share, min_px, dpi)]
-    boxes += [(_padded(b, width, height), "words", text) for b, text in word_plots]
-    if vector_charts:
-        chars = [c for ln in lines for c in ln.chars]
-        taken = [b for b, _, _ in boxes] + list(excluded)
-        boxes += [(b, "vector", "") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
+    """Images, included drawings (``drawings``: top-level forms that draw, figure_objects), plots drawn
+    with words (``word_plots``: box and text) and (optionally) vector charts; the parts of one figure
+    joined, page-covering images, ``excluded`` areas, crops of body text and blank crops left out."""
+    plots = [(_padded(b, *page.get_size()), "words", text) for b, text in word_plots]
+    boxes = _candidate_boxes(page, lines, images, paths, excluded, vector_charts, max_image_share, drawings)
+    # a plot of words keeps its axes: they are no figure of their own
+    boxes = [item for item in boxes if not any(center_inside(item[0], p, pad=_CLUSTER_GAP) for p, _, _ in plots)]
+    boxes += plots
     visible = page_box(page)
+    # the body's size is read outside the candidates (a slide's small text is not the body's); a form holding
+    # the whole text leaves nothing outside
+    size = text_size([ln for ln in lines if not any(center_inside(ln.box, b) for b, _, _ in boxes)]) or text_size(lines)
     boxes = [
         (clamped, kind, text)
         for b, kind, text in boxes
-        if (clamped := clamp_box(b, visible)) is not None and _big_enough(clamped, min_px, dpi)
+        if (clamped := clamp_box(b, visible)) is not None
+        and _big_enough(clamped, min_px, dpi)
+        and (kind == "words" or not (is_body_text(clamped, lines, size) or holds_the_text(clamped, lines, size)))
     ]
     boxes.sort(key=lambda item: (-item[0][3], item[0][0]))
     figures: list[PageFigure] = []
@@ -112,11 +120,46 @@ def find_figures(
         except (ValueError, pdfium.PdfiumError) as exc:  # one bad figure must not cost the document
             log.warning("page %d: figure at %s skipped (%s)", page_no, [round(v) for v in box], exc)
             continue
+        if kind != "words" and is_blank(image):
+            continue
         above, below = [ln.text for ln in lines_above(box, lines)], [ln.text for ln in lines_below(box, lines)]
         caption = _caption_for(box, lines, used_captions) or nearest_title(above, below)
         context = figure_mentions(above, below, caption)
         figures.append(PageFigure(page_no, len(figures) + 1, box, kind, image, caption, text, context))
     return figures
+
+
+def _candidate_boxes(
+    page: pdfium.PdfPage,
+    lines: Sequence[TextLine],
+    images: Sequence[tuple[BBox, tuple[int, int]]],
+    paths: Sequence[tuple[BBox, int]],
+    excluded: Sequence[BBox],
+    vector_charts: bool,
+    max_share: float,
+    drawings: Sequence[BBox],
+) -> list[tuple[BBox, str, str]]:
+    """Images, drawings and vector charts, the parts of one figure joined (figure_regions); a joined box
+    takes the kind of its largest part."""
+    width, height = page.get_size()
+    page_area = width * height
+    parts = [(b, "image") for b in _image_regions(images, page_area, max_share)]
+    parts += [(b, "drawing") for b in drawings if _area(b) <= max_share * page_area]
+    parts = [(b, kind) for b, kind in parts if not any(center_inside(b, t) for t in excluded)]
+    if vector_charts:
+        chars = [c for ln in lines for c in ln.chars]
+        taken = [b for b, _ in parts] + list(excluded)
+        parts += [(b, "vector") for b in _vector_chart_regions(paths, chars, lines, taken, width, height)]
+    joined = []
+    for box in (above_caption(b, lines) for b in joined_parts([b for b, _ in parts], lines)):
+        inside = [(b, kind) for b, kind in parts if center_inside(b, box, pad=1.0)]
+        kind = max(inside, key=lambda part: _area(part[0]))[1] if inside else "vector"
+        joined.append((box, kind, ""))
+    return joined
+
+
+def _area(box: BBox) -> float:
+    return (box[2] - box[0]) * (box[3] - box[1])
 
 
 def _padded(box: BBox, width: float, height: float, margin: float = 4.0) -> BBox:
@@ -155,14 +198,8 @@ def clamp_box(box: BBox, visible: BBox) -> Optional[BBox]:
     return clamped
 
 
-def _image_regions(
-    images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float, min_px: int, dpi: int
-) -> list[BBox]:
-    boxes = [
-        b
-        for b, px in images
-        if (b[2] - b[0]) * (b[3] - b[1]) <= max_share * page_area and (px == (0, 0) or min(px) >= min_px)
-    ]
+def _image_regions(images: Sequence[tuple[BBox, tuple[int, int]]], page_area: float, max_share: float) -> list[BBox]:
+    boxes = [b for b, px in images if _area(b) <= max_share * page_area and (px == (0, 0) or min(px) >= _MIN_IMAGE_PX)]
     return merge_boxes(boxes, gap=2.0)  # images cut into strips or tiles form one figure
 
 
@@ -215,9 +252,12 @@ def _vector_chart_regions(
     regions = []
     for cluster in _clusters(candidates):
         box = union(b for b, _ in cluster)
-        shapes = sum(1 for b, n in cluster if _is_chart_shape(b, n, chars))
+        if box[2] - box[0] < 100 or box[3] - box[1] < _MIN_DRAWING_HEIGHT:
+            continue
+        shapes = sum(1 for b, n in cluster if _is_chart_shape(b, n, chars)) + min(1, _markers(cluster) // _MIN_MARKERS)
         boxed_text = sum(1 for b, n in cluster if n <= 6 and _holds_text(b, chars))
-        if shapes >= 2 and boxed_text < 2 and box[2] - box[0] >= 100 and box[3] - box[1] >= 60:
+        chart = shapes >= 2 and boxed_text < 2 and box[3] - box[1] >= 60
+        if chart or caption_lines(box, lines):  # a drawing with a figure caption is a figure, framed text too
             regions.append(_with_labels(box, lines, width, height))
     return regions
 
@@ -246,6 +286,17 @@ def _clusters(paths: Sequence[tuple[BBox, int]]) -> list[list[tuple[BBox, int]]]
     return [g[1] for g in groups]
 
 
+def _markers(cluster: Sequence[tuple[BBox, int]]) -> int:
+    """Small marks of one size (the data points of a line or scatter plot): the most common size's count."""
+    sizes: dict[tuple[int, int], int] = {}
+    for b, _ in cluster:
+        w, h = b[2] - b[0], b[3] - b[1]
+        if 2.0 <= w <= 8.0 and 2.0 <= h <= 8.0:
+            key = (round(w), round(h))
+            sizes[key] = sizes.get(key, 0) + 1
+    return max(sizes.values(), default=0)
+
+
 def _is_chart_shape(box: BBox, segments: int, chars: Sequence[Char]) -> bool:
     """A bar, area or slice (solid and sizeable), or a data polyline; never a box holding text."""
     w, h = box[2] - box[0], box[3] - box[1]
@@ -270,7 +321,11 @@ def _with_labels(box: BBox, lines: Sequence[TextLine], width: float, height: flo
     labels = [
         ln.box
         for ln in lines
-        if not ln.block and _near(ln.box, zone, 0.0) and ln.x1 - ln.x0 <= box[2] - box[0] and not CAPTION.match(ln.text)
+        if not ln.block
+        and _near(ln.box, zone, 0.0)
+        and ln.x1 - ln.x0 <= box[2] - box[0]
+        and not CAPTION.match(ln.text)
+        and not is_sentence_beside(ln, box)
     ]
     return _padded(union([box] + labels), width, height)
 

@@ -1,5 +1,4 @@
-"""Page-by-page parsing of a PDF: text layer, tables, figures, OCR for scanned pages (checks made before
-parsing: pdf_checks).
+"""Page-by-page parsing of a PDF: text layer, tables, figures, formulas, OCR for scanned pages (pdf_checks first).
 
 ``iter_pages`` yields one ``ParsedPage`` at a time so the caller can report progress and cancel
 between pages. Running headers and footers are found first with a cheap pass over every page.
@@ -29,6 +28,7 @@ from backend.documents.equations import (
     with_inline_pieces,
 )
 from backend.documents.figure_mentions import TAIL_LINES
+from backend.documents.figure_objects import PageObjects, page_objects
 from backend.documents.figures import (
     PageFigure,
     find_figures,
@@ -36,6 +36,7 @@ from backend.documents.figures import (
     introduced_on_previous_page,
     render_region,
 )
+from backend.documents.formulas.lines import formulas_as_latex
 from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
@@ -177,16 +178,16 @@ class _PageParser:
         try:
             if index in self.scanned:
                 return self._parse_scanned(page, index, self.scanned[index])
-            images = image_boxes(page)
-            lines = self.lines.second_pass(page, index, _obstacles(page, images))
-            parsed = self._parse_native(page, index, lines, images)
+            objects = page_objects(page)
+            lines = self.lines.second_pass(page, index, _obstacles(page, objects.images))
+            parsed = self._parse_native(page, index, lines, objects)
             parsed.cut_objects = self.limits.cut_pages.get(index, 0)
             return parsed
         finally:
             page.close()
 
-    def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine], images: list) -> ParsedPage:
-        height = page.get_height()
+    def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine], objects: PageObjects):
+        images, height = objects.images, page.get_height()
         text = [ln for ln in lines if not self._is_margin_line(ln, height)]
         obstacles = _obstacles(page, images)
         paths = page_paths(page)
@@ -205,6 +206,7 @@ class _PageParser:
             self._figure_dpi(page, index),
             ingest.detect_vector_charts,
             word_plots=plots,
+            drawings=objects.drawings,
         )
         introduced_on_previous_page(figures, body, self.tail)
         self.tail = [ln.text for ln in body if not ln.block][-TAIL_LINES:]
@@ -225,6 +227,7 @@ class _PageParser:
             body = order_lines(body + formulas, obstacles)
         mark_equations(body, page.get_width())
         mark_equation_regions(body, regions)
+        body = formulas_as_latex(body, paths)
         for line in formulas:
             line.equation = True
         return ParsedPage(

@@ -1,0 +1,69 @@
+"""Display formulas of a text layer stored as LaTeX read from glyph geometry; formulas drawn only as
+glyph outlines are marked as images, their OCR reading never passed off as the formula."""
+
+from __future__ import annotations
+
+import pytest
+
+from backend.documents.pdf import parse_pdf
+from backend.quality.formula_pages import FORMULAS, draw_formula, write_formula_pdf
+from tests.conftest import SAMPLES, SHARED
+
+
+def _formula_paragraph(path, settings) -> str:
+    [page] = parse_pdf(path, settings)
+    return next(p for p in page.text.split("\n\n") if p.startswith("$$"))
+
+
+def test_a_fraction_a_superscript_and_a_root_become_latex(tmp_path, settings):
+    path = tmp_path / "attention.pdf"
+    write_formula_pdf(path, "en", "text", [FORMULAS[0]])  # the issue's "softmax QKT V √dk"
+    stored = _formula_paragraph(path, settings)
+    assert stored == r"$$ \mathrm{Attention}(Q,K,V)=\mathrm{softmax}(\frac{QK^{T}}{\sqrt{d_{k}}})V $$ (1)"
+
+
+def test_a_fraction_of_words_is_a_formula_in_a_chinese_page(tmp_path, settings):
+    path = tmp_path / "cagr.pdf"
+    write_formula_pdf(path, "zh", "text", [FORMULAS[1]])  # the issue's "1 CAGR = Ending Value n-1 Beginning Value"
+    [page] = parse_pdf(path, settings)
+    paragraphs = page.text.split("\n\n")
+    assert paragraphs[0] == "第1节。下面的关系式在整个模型中使用。" and paragraphs[-1] == "其中各符号的含义与前文相同。"
+    assert r"\frac{\mathrm{Ending\ Value}}{\mathrm{Beginning\ Value}})^{1/n}-1 $$" in paragraphs[1]
+
+
+def test_hats_hbar_and_greek_letters_are_named(tmp_path, settings):
+    path = tmp_path / "oscillator.pdf"
+    write_formula_pdf(path, "en", "text", [FORMULAS[2], FORMULAS[3]])
+    first, second = (p.text for p in parse_pdf(path, settings))
+    assert r"$$ \hat{H}=\frac{\hat{p}^{2}}{2m}+\frac{1}{2}m\omega^{2}\hat{x}^{2} $$ (1)" in first
+    assert r"$$ E_{n}=\hbar\omega(n+\frac{1}{2}) $$" in second
+
+
+def test_a_text_line_over_a_radical_bar_stays_text(tmp_path, settings):
+    from reportlab.pdfgen.canvas import Canvas
+
+    path = tmp_path / "norm.pdf"
+    canvas = Canvas(str(path), pagesize=(400, 300))
+    canvas.setFont("Helvetica", 11)
+    canvas.drawString(40, 200, "where the norm is the standard Euclidean norm on matrices:")
+    draw_formula(canvas, r"N=\sqrt{\mathrm{Tr} MM}", 150, 178, size=11)
+    canvas.drawString(40, 140, "The estimator follows from this norm.")
+    canvas.save()
+    [page] = parse_pdf(path, settings)
+    assert page.text.split("\n\n")[0] == "where the norm is the standard Euclidean norm on matrices:"
+    assert r"$$ N=\sqrt{\mathrm{Tr\ MM}} $$" in page.text
+
+
+@pytest.mark.slow
+def test_a_real_papers_display_fraction_becomes_latex(settings):
+    [paper] = (SHARED / "bench" / "arxiv-dev" / "docs").glob("2201.05690v5*.pdf")
+    text = parse_pdf(paper, settings)[1].text
+    assert r"$$ L(z)=1-\frac{1}{1-q+zG(z)}+o(1), $$ (5)" in text
+
+
+def test_a_formula_drawn_as_outlines_is_marked_as_an_image(settings):
+    text = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)[0].text
+    hamiltonian = text.split("定义为：")[1].split("其中")[0].strip()
+    assert hamiltonian.startswith("[formula: image, OCR: ") and hamiltonian.endswith("] (1)")
+    levels = text.split("能级公式如下：")[1].split("这意味着")[0].strip()
+    assert levels.startswith("[formula: image, OCR: ") and levels.endswith("] (2)")
