@@ -32,7 +32,7 @@ EMPTY_TEXT = " "
 Progress = Callable[[int, int], None]
 Kind = Literal["query", "passage"]
 Dtype = Literal["float32", "bfloat16", "int8"]
-Int8Runtime = Literal["onnxruntime", "openvino"]
+Int8Runtime = Literal["onnxruntime-q4", "onnxruntime", "openvino"]
 
 _SURROGATES = re.compile("[\ud800-\udfff]")
 

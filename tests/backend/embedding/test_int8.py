@@ -21,7 +21,6 @@ from backend.embedding.int8 import (
     WEIGHTS_FILE,
     Int8Embedder,
     calibration_feeds,
-    cpu_supports_int8,
     ensure_int8_model,
     int8_model_dir,
 )
@@ -86,10 +85,8 @@ def test_calibration_covers_both_languages_passages_and_questions() -> None:
     assert all(set(feed) == {"input_ids", "attention_mask", "token_type_ids"} for feed in feeds)
 
 
-def test_auto_picks_int8_only_for_the_bundled_model_on_a_vnni_cpu() -> None:
-    assert resolve_dtype("auto", "bundled:multilingual-e5-small") == (
-        "int8" if cpu_supports_int8() else resolve_dtype("auto", "some/hub-model")
-    )
+def test_auto_picks_int8_only_for_the_bundled_model() -> None:
+    assert resolve_dtype("auto", "bundled:multilingual-e5-small") == "int8"  # OpenVINO, or the 4-bit ONNX model
     assert resolve_dtype("auto", "BAAI/bge-small-zh-v1.5") in ("bfloat16", "float32")
     assert resolve_dtype("float32", "bundled:multilingual-e5-small") == "float32"
 

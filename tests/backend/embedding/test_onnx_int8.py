@@ -1,6 +1,6 @@
 """The bundled model in int8 on ONNX Runtime: built once next to the model (keyed by the runtime's version),
 pointing where float32 points on real texts; opt-in (``int8_runtime: onnxruntime``), auto keeps OpenVINO with
-VNNI and float without."""
+VNNI and takes the 4-bit weights (onnxruntime-q4) without."""
 
 from __future__ import annotations
 
@@ -109,10 +109,10 @@ def test_questions_and_passages_embed_from_several_threads_at_once(ort: Embedder
     assert all(float(r[0] @ expected[0]) > 0.9999 for r in results)
 
 
-def test_auto_picks_openvino_with_vnni_and_float_without(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_auto_picks_openvino_with_vnni_and_the_4bit_weights_without(monkeypatch: pytest.MonkeyPatch) -> None:
     import backend.embedding.factory as factory
 
-    for vnni, runtime, dtype in ((False, None, ("bfloat16", "float32")), (True, "openvino", ("int8",))):
+    for vnni, runtime, dtype in ((False, "onnxruntime-q4", ("int8",)), (True, "openvino", ("int8",))):
         monkeypatch.setattr(factory, "cpu_supports_int8", lambda vnni=vnni: vnni)
         assert resolve_int8_runtime("auto") == runtime
         assert resolve_dtype("auto", "bundled:multilingual-e5-small") in dtype
@@ -129,7 +129,7 @@ def test_int8_without_a_runtime_is_a_clear_error(tmp_path: Path) -> None:
 
 def test_first_start_plans_the_build_of_the_chosen_runtime(tmp_path: Path) -> None:
     auto = make_settings(tmp_path)
-    assert build_plan(auto) == (("bundled", "int8") if cpu_supports_int8() else ("bundled",))
+    assert build_plan(auto) == (("bundled", "int8") if cpu_supports_int8() else ("q4",))
     ort = make_settings(tmp_path, DOCLENS_EMBEDDING_INT8_RUNTIME="onnxruntime")
     assert build_plan(ort) == ("bundled", "onnxruntime")
     assert build_plan(make_settings(tmp_path, DOCLENS_EMBEDDING_INT8_RUNTIME="none")) == ("bundled",)
