@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Optional
+from typing import Callable, Collection, Iterator, Optional
 
 import numpy as np
 
@@ -45,6 +45,7 @@ class _Job:
     report: Callable[..., None]
     cancel: Optional[threading.Event]
     slot: int = 0  # its place among the upload's results
+    cancel_files: Collection[int] = ()  # the places of the files the user cancelled one by one
     sha: str = ""
     page_count: int = 0
     previous: Optional[DocumentInfo] = None  # a document of the same name that it replaces once complete
@@ -57,11 +58,17 @@ class _Job:
     characters: int = 0
     seconds: float = 0.0  # spent on it so far
 
-    def check_cancel(self) -> None:
+    def check_cancel(self, whole_upload_only: bool = False) -> None:
         if self.kb.deleted.is_set():
             raise KnowledgeBaseDeleted(kb_deleted_message(self.kb))
         if self.cancel is not None and self.cancel.is_set():
             raise CancelledError(f"{self.item.name}: cancelled")
+        if not whole_upload_only and self.cancelled_alone:
+            raise CancelledError(f"{self.item.name}: cancelled")
+
+    @property
+    def cancelled_alone(self) -> bool:
+        return self.slot in self.cancel_files
 
 
 class _Upload:
@@ -69,10 +76,13 @@ class _Upload:
     embedded together: a paper of a few pages has two batches of chunks, too few to keep both of
     OpenVINO's streams busy, so small documents are embedded in one call (``ingest.embed_group_chunks``)."""
 
-    def __init__(self, kb: OpenKB, items: list[UploadItem], cancel: Optional[threading.Event], on_result) -> None:
+    def __init__(
+        self, kb: OpenKB, items: list[UploadItem], cancel: Optional[threading.Event], on_result, cancel_files
+    ) -> None:
         self.kb = kb
         self.items = items
         self.cancel = cancel
+        self.cancel_files: Collection[int] = cancel_files
         self.on_result = on_result
         self.results: list[Optional[IngestResult]] = [None] * len(items)
         self.waiting: list[_Job] = []
@@ -102,14 +112,15 @@ class Ingestor:
         progress: Optional[ProgressCallback] = None,
         cancel: Optional[threading.Event] = None,
         on_result: Optional[Callable[[int, IngestResult], None]] = None,  # each file's result once known
+        cancel_files: Collection[int] = (),  # places (0-based) of files cancelled alone; may grow meanwhile
     ) -> list[IngestResult]:
-        upload = _Upload(kb, items, cancel, on_result)
+        upload = _Upload(kb, items, cancel, on_result, cancel_files)
         ahead = ReadAhead(items, self.settings, cancel)
         try:
             for index, item in enumerate(items, 1):
-                not_started = _not_started(kb, item, cancel)
+                not_started = _not_started(kb, item, cancel, index - 1 in cancel_files)
                 if not_started is not None:
-                    upload.results[index - 1] = not_started
+                    _record(upload, index - 1, not_started, 0.0)
                     continue
                 report = _reporter(progress, item.name, index, len(items))
                 report("file", message=f"file {index} of {len(items)}")
@@ -130,7 +141,7 @@ class Ingestor:
     def _prepare_one(self, upload: _Upload, slot: int, report, ahead: ReadAhead) -> None:
         """Parsed and chunked, the document waits to be embedded; a duplicate or a failure is its result."""
         item = upload.items[slot]
-        job = _Job(upload.kb, item, doc_id="", report=report, cancel=upload.cancel, slot=slot)
+        job = _Job(upload.kb, item, "", report, upload.cancel, slot, upload.cancel_files)
         started = time.perf_counter()
         try:
             result = self._ingest(upload, job, ahead)
@@ -157,6 +168,7 @@ class Ingestor:
         self, upload: _Upload, job: _Job, ahead: ReadAhead, reader: Optional[PageReader]
     ) -> Optional[IngestResult]:
         item, kb = job.item, job.kb
+        job.check_cancel()
         check_readable(item)
         job.sha = reader.sha if reader is not None else file_sha256(item.path)
         if upload.is_waiting_for(item, job.sha):  # the same content twice in one upload: the first one counts
@@ -180,6 +192,8 @@ class Ingestor:
             )
             job.chunks = self._parse_and_chunk(job, job.page_count, pages)
             ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
+            # Its chunk count at once: it may wait for the next files, to be embedded with them.
+            job.report("embed", 0, len(job.chunks), f"{len(job.chunks)} chunks to embed")
         except BaseException:
             kb.remove_document(job.doc_id)
             raise
@@ -192,6 +206,11 @@ class Ingestor:
             self._finish(upload, list(upload.waiting))
 
     def _finish(self, upload: _Upload, jobs: list[_Job]) -> None:
+        for job in [job for job in jobs if job.cancelled_alone]:  # the others of its group go on
+            self._fail_all(upload, [job], CancelledError(f"{job.item.name}: cancelled"))
+        jobs = [job for job in jobs if not job.cancelled_alone]
+        if not jobs:
+            return
         started = time.perf_counter()
         try:
             vectors = self._embed_jobs(jobs)
@@ -210,19 +229,23 @@ class Ingestor:
             self._store_one(upload, job, job_vectors)
 
     def _embed_jobs(self, jobs: list[_Job]) -> np.ndarray:
-        total = sum(len(job.chunks) for job in jobs)
-        last = jobs[-1]
-        others = f" with {len(jobs) - 1} other file(s)" if len(jobs) > 1 else ""
-        for job in jobs:
-            job.check_cancel()
-            job.report("embed", 0, len(job.chunks), f"embedding {len(job.chunks)} chunks{others}")
+        """One call for the group; each file's progress is its own share of it (its own chunk count), and
+        a file cancelled alone meanwhile is dropped when it is stored, the others of the group go on."""
+        alone = len(jobs) == 1
+        starts = np.cumsum([0] + [len(job.chunks) for job in jobs]).tolist()
+        shown = [0] * len(jobs)
 
         def on_batch(done: int, _total: int) -> None:
-            last.check_cancel()
-            last.report("embed", done, total, f"embedding {done} of {total}")
+            jobs[-1].check_cancel(whole_upload_only=not alone)
+            for i, job in enumerate(jobs):
+                own = max(0, min(len(job.chunks), done - starts[i]))
+                if own != shown[i]:
+                    shown[i] = own
+                    job.report("embed", own, len(job.chunks), f"embedding {own} of {len(job.chunks)}")
 
+        jobs[-1].check_cancel(whole_upload_only=not alone)
         vectors = self.embedder.embed_passages([c.text for job in jobs for c in job.chunks], progress=on_batch)
-        last.check_cancel()
+        jobs[-1].check_cancel(whole_upload_only=not alone)
         return vectors
 
     def _fail_all(self, upload: _Upload, jobs: list[_Job], exc: BaseException) -> None:
@@ -351,10 +374,12 @@ def _reporter(progress: Optional[ProgressCallback], name: str, index: int, count
     return report
 
 
-def _not_started(kb: OpenKB, item: UploadItem, cancel: Optional[threading.Event]) -> Optional[IngestResult]:
+def _not_started(
+    kb: OpenKB, item: UploadItem, cancel: Optional[threading.Event], cancelled_alone: bool
+) -> Optional[IngestResult]:
     if kb.deleted.is_set():  # the rest is not started: nothing of it may be written
         return IngestResult(item.name, "failed", error=f"{item.name}: not added: " + kb_deleted_message(kb))
-    if cancel is not None and cancel.is_set():
+    if cancelled_alone or (cancel is not None and cancel.is_set()):
         return IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start")
     return None
 

@@ -1,7 +1,7 @@
 """A sync plan (``sync_plan``) carried out on a knowledge base, and a folder watched by polling.
 
 Every step is one the knowledge base already makes crash-safe, so a sync killed anywhere and run again
-ends where one clean run ends: a removal marks the document first and start-up finishes it; a rename
+ends where one clean run ends: a removal moves the document to the trash in one registry update; a rename
 rewrites the rows before the registry entry; an addition or a replacement is an ``ingest`` (pending until
 complete, the replaced version removed only after its successor is complete, and kept when it fails).
 """
@@ -30,7 +30,7 @@ from backend.ingestion.sync_plan import (
 )
 from backend.ingestion.uploads import UploadItem
 from backend.knowledge_bases.open_kb import OpenKB
-from backend.types import IngestResult
+from backend.types import DocumentInfo, IngestResult
 
 log = logging.getLogger(__name__)
 ActionCallback = Callable[[SyncAction], None]
@@ -47,9 +47,11 @@ def sync_folder(
     hashes: Optional[HashCache] = None,
     leave_out: Optional[set[tuple[str, str]]] = None,
     on_action: Optional[ActionCallback] = None,
+    remove: Optional[Callable[[DocumentInfo], object]] = None,
 ) -> SyncPlan:
     """The folder listed (before the locks: an upload meanwhile does not wait for the hashing), then,
-    holding ``locks``, planned and (unless ``dry_run``) carried out; ``seal`` once rows were written."""
+    holding ``locks``, planned and (unless ``dry_run``) carried out; ``seal`` once rows were written.
+    ``remove``: what becomes of a document whose file is gone (the facade moves it to the trash)."""
     if not folder.is_dir():
         raise DocLensError(f"{folder}: not a folder")
     files = list_folder(folder, hashes)
@@ -62,7 +64,7 @@ def sync_folder(
         if dry_run or plan.in_sync:
             return plan
         try:
-            apply_plan(kb, plan, ingest, on_action)
+            apply_plan(kb, plan, ingest, on_action, remove)
         finally:
             seal()
     return plan
@@ -78,13 +80,23 @@ def check_not_emptied(plan: SyncPlan, kb: OpenKB, folder: Path) -> None:
         )
 
 
-def apply_plan(kb: OpenKB, plan: SyncPlan, ingest: IngestItems, on_action: Optional[ActionCallback] = None) -> None:
+def apply_plan(
+    kb: OpenKB,
+    plan: SyncPlan,
+    ingest: IngestItems,
+    on_action: Optional[ActionCallback] = None,
+    remove: Optional[Callable[[DocumentInfo], object]] = None,
+) -> None:
     """Removals, then renames (names are freed before they are taken again), then the files to index."""
     tell = on_action or (lambda _action: None)
     for action in plan.of(REMOVE):
         assert action.doc is not None
-        kb.remove_document(action.doc.doc_id)
-        _done(action, f"{action.doc.chunks} chunks", tell)
+        if remove is None:
+            kb.remove_document(action.doc.doc_id)
+            _done(action, f"{action.doc.chunks} chunks", tell)
+        else:
+            remove(action.doc)
+            _done(action, f"{action.doc.chunks} chunks, into the trash", tell)
     for action in plan.of(RENAME):
         assert action.doc is not None
         kb.rename_document(action.doc.doc_id, action.name)

@@ -46,8 +46,10 @@ class KnowledgeBases:
 
     def registry(self, collection: str) -> Registry:
         with self._guard:
+            if self._use(collection).deleted.is_set():  # being deleted, or restored and not whole yet
+                raise KnowledgeBaseDeleted("the knowledge base was deleted")
             if collection not in self._registries:
-                if self._use(collection).deleted.is_set() or not self.store.has_collection(collection):
+                if not self.store.has_collection(collection):
                     raise KnowledgeBaseDeleted("the knowledge base was deleted")  # never re-create its folder
                 self._registries[collection] = Registry(self.folder(collection))
             return self._registries[collection]
@@ -72,13 +74,14 @@ class KnowledgeBases:
             raise KnowledgeBaseDeleted(kb_deleted_message(kb))
 
     @contextmanager
-    def deletion_explained(self, kb: OpenKB) -> Iterator[None]:
-        """A failure of work on ``kb`` says "was deleted" when it was, not the store's "collection ... does
-        not exist"."""
+    def deletion_explained(self, *kbs: OpenKB) -> Iterator[None]:
+        """A failure of work on ``kbs`` says "was deleted" when one was, not the store's "collection ...
+        does not exist"."""
         try:
             yield
         except DocLensError:
-            self.check_exists(kb)
+            for kb in kbs:
+                self.check_exists(kb)
             raise
 
     def seal(self, kb: OpenKB) -> None:
@@ -99,7 +102,7 @@ class KnowledgeBases:
             try:
                 documents, chunks = self.registry(info.name).totals()
             except KnowledgeBaseDeleted:
-                continue  # deleted while listing
+                continue  # being deleted (or restored, and not whole yet)
             kbs.append(
                 KnowledgeBase(
                     name=name,
@@ -138,7 +141,7 @@ class KnowledgeBases:
     def recover(self) -> None:
         """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
         for listed in self.list():
-            pending = self.registry(listed.collection).pending_ids()
+            pending = self.registry(listed.collection).unfinished_ids()
             if not pending:
                 continue
             log.warning(
@@ -159,7 +162,7 @@ class KnowledgeBases:
             raise KnowledgeBaseError(f"knowledge base '{clean}' already exists")
         self._check_distinct(clean, f"cannot create '{clean}'")
         model, dim = self._embedding_signature()
-        self._discard_stale_folder(collection)
+        self.discard_stale_folder(collection)
         self.store.create_collection(collection, dim, model)
         self.registry(collection)
         log.info("created knowledge base %r as %s (%s, %d dims)", clean, collection, model, dim)
@@ -174,7 +177,7 @@ class KnowledgeBases:
         if self.store.has_collection(target):
             raise KnowledgeBaseError(f"cannot rename '{source.name}': knowledge base '{target_name}' already exists")
         self._check_distinct(target_name, f"cannot rename '{source.name}' to '{target_name}'", source.collection)
-        self._discard_stale_folder(target)
+        self.discard_stale_folder(target)
         self.store.rename_collection(source.collection, target)
         with self._guard:
             self._registries.pop(source.collection, None)
@@ -184,19 +187,49 @@ class KnowledgeBases:
         return next(kb for kb in self.list() if kb.collection == target)
 
     def delete(self, name: str) -> None:
-        """Running uploads see the flag at their next page or batch, roll back and stop; questions that
-        fail meanwhile say the knowledge base was deleted. Nothing of it is left on disk."""
+        """For good: nothing of it is left on disk (the trash moves a user's deletion aside instead)."""
+        with self.taken_away(name) as kb:
+            self.store.drop_collection(kb.collection)
+            shutil.rmtree(kb.folder, ignore_errors=True)
+        log.info("deleted knowledge base %r", kb.name)
+
+    @contextmanager
+    def taken_away(self, name: str) -> Iterator[OpenKB]:
+        """The knowledge base, no longer listed nor opened, once no upload runs into it: running uploads see
+        the flag at their next page or batch, roll back and stop; questions that fail meanwhile say it was
+        deleted. The block drops or moves its collection and folder."""
         kb = self.open(name, check_model=False)
         with self._guard:
             use = self._use(kb.collection)
-        use.deleted.set()
-        with use.writer:  # waits for a running upload to finish its rollback
+            use.deleted.set()  # under the guard: no registry is created for it from now on
+        try:
+            with use.writer:  # waits for a running upload to finish its rollback
+                yield kb
+        finally:
             with self._guard:
-                self.store.drop_collection(kb.collection)
                 self._registries.pop(kb.collection, None)
-                shutil.rmtree(kb.folder, ignore_errors=True)
-                self._uses.pop(kb.collection, None)  # a new knowledge base of that name starts afresh
-        log.info("deleted knowledge base %r", kb.name)
+                self._uses.pop(kb.collection, None)  # a knowledge base of that name (new or restored) starts afresh
+
+    @contextmanager
+    def arriving(self, collection: str) -> Iterator[None]:
+        """A knowledge base being brought back under ``collection``: not listed nor opened until it is whole."""
+        with self._guard:
+            self._use(collection).deleted.set()
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._registries.pop(collection, None)
+                self._uses.pop(collection, None)
+
+    def check_name_free(self, name: str, refused: str) -> str:
+        """The collection of ``name``, when no knowledge base has that name (or one differing only in case)."""
+        clean = names.validate_name(name)
+        collection = names.collection_name(clean)
+        if self.store.has_collection(collection):
+            raise KnowledgeBaseError(f"{refused}: knowledge base '{clean}' already exists; choose another name")
+        self._check_distinct(clean, refused)
+        return collection
 
     def _check_distinct(self, name: str, refused: str, renamed: str = "") -> None:
         """Refuse a name that differs from another knowledge base's only in case (or width): the two could
@@ -210,7 +243,7 @@ class KnowledgeBases:
                     f"(or in the width of their characters) are not told apart; choose another name"
                 )
 
-    def _discard_stale_folder(self, collection: str) -> None:
+    def discard_stale_folder(self, collection: str) -> None:
         """A folder without a collection is a leftover (e.g. a crash during delete): never reuse its data."""
         folder = self.folder(collection)
         if folder.exists():

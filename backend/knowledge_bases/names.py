@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from typing import Optional
+from typing import Optional, Sequence
 
 from backend.errors import KnowledgeBaseError
 
@@ -91,3 +91,11 @@ def _shortened_name(name: str) -> str:
     suffix = f"…~{hashlib.sha256(name.encode('utf-8')).hexdigest()[:12]}" + (f".{ext}" if ext else "")
     room = MAX_NAME_BYTES - len(suffix.encode("utf-8"))
     return stem.encode("utf-8")[:room].decode("utf-8", "ignore").rstrip() + suffix
+
+
+def name_list(given: str | Sequence[str] | None) -> list[str]:
+    """One name, several, or none (None or ""), as a list: a question may be asked of several knowledge
+    bases and documents."""
+    if isinstance(given, str):
+        return [given] if given else []
+    return list(given or [])

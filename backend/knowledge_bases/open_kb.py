@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from backend.errors import KnowledgeBaseError
+from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases import names
 from backend.knowledge_bases.registry import Registry
 from backend.store.base import ChunkRow, CollectionInfo, VectorStore
-from backend.types import DocumentInfo, Figure, PageText
+from backend.types import DocumentInfo, DocumentPage, Figure, PageText
 
 log = logging.getLogger(__name__)
 RENAME_BATCH = 512  # rows read back with their vectors and rewritten at a time (a filter of this many ids)
@@ -61,6 +61,25 @@ class OpenKB:
             raise KnowledgeBaseError(f"document '{file}' is not in knowledge base '{self.name}'")
         return doc
 
+    def kept_original(self, file: str) -> tuple[DocumentInfo, Path]:
+        """A document and its stored PDF; DocLensError when the original is not kept."""
+        doc = self.find_document(file)
+        pdf = self.original_pdf(doc.doc_id)
+        if not pdf.exists():
+            raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
+        return doc, pdf
+
+    def documents_page(self, asked: DocumentPage) -> DocumentPage:
+        """A page of the document list with the stored original of each row that has one (a document
+        registered before sizes were kept gets its size from that file)."""
+        page = self.registry.documents_page(asked)
+        for doc in page.rows:
+            pdf = self.original_pdf(doc.doc_id)
+            if pdf.is_file():
+                page.originals[doc.doc_id] = str(pdf)
+                doc.bytes = doc.bytes or pdf.stat().st_size
+        return page
+
     def figure(self, figure_id: str) -> Figure:
         figure = next((f for f in self.registry.figures() if f.id == figure_id), None)
         if figure is None:
@@ -96,6 +115,7 @@ class OpenKB:
         partial = target.with_suffix(".part")
         shutil.copyfile(source, partial)
         partial.replace(target)
+        self.registry.set_size(doc_id, target.stat().st_size)
 
     def add_rows(self, rows: Sequence[ChunkRow]) -> None:
         self.store.insert(self.collection, list(rows))

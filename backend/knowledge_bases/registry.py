@@ -11,21 +11,23 @@ import sqlite3
 import threading
 import time
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import Iterator, Optional
 
-from backend.errors import KnowledgeBaseDeleted
-from backend.types import DocumentInfo, Figure
+from backend.errors import KnowledgeBaseDeleted, KnowledgeBaseError
+from backend.types import DocumentInfo, DocumentPage, Figure
 
 PENDING = "pending"
 COMPLETE = "complete"
 REMOVING = "removing"  # being deleted: like pending, start-up finishes the job after a crash
+TRASHED = "trashed"  # deleted by a user: rows and files kept, hidden from search and lists until restored
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS documents (
     doc_id TEXT PRIMARY KEY, file TEXT NOT NULL, sha256 TEXT NOT NULL, pages INTEGER DEFAULT 0,
     ocr_pages INTEGER DEFAULT 0, chunks INTEGER DEFAULT 0, figures INTEGER DEFAULT 0,
-    status TEXT NOT NULL, created_at REAL NOT NULL);
+    status TEXT NOT NULL, created_at REAL NOT NULL, bytes INTEGER DEFAULT 0);
 CREATE INDEX IF NOT EXISTS documents_file ON documents(file);
 CREATE TABLE IF NOT EXISTS pages (
     doc_id TEXT NOT NULL, page INTEGER NOT NULL, text TEXT NOT NULL, ocr INTEGER DEFAULT 0,
@@ -36,7 +38,30 @@ CREATE TABLE IF NOT EXISTS figures (
 CREATE TABLE IF NOT EXISTS summaries (doc_id TEXT PRIMARY KEY, text TEXT NOT NULL, created_at REAL NOT NULL);
 """
 # columns added since a knowledge base was first written: added when an older one is opened
-_ADDED_COLUMNS = {"figures": ("context TEXT DEFAULT ''", "text TEXT DEFAULT ''")}
+_ADDED_COLUMNS = {
+    "figures": ("context TEXT DEFAULT ''", "text TEXT DEFAULT ''"),
+    "documents": (
+        "trash_id TEXT DEFAULT ''",
+        "trashed_at REAL DEFAULT 0",
+        "trashed_by TEXT DEFAULT ''",
+        "bytes INTEGER DEFAULT 0",
+    ),
+}
+# what a page of the document list may be sorted by (DOCUMENT_SORTS), as SQL: never the caller's text
+_SORT_COLUMNS = {
+    "file": "file COLLATE NOCASE",
+    "pages": "pages",
+    "chunks": "chunks",
+    "size": "bytes",
+    "added": "created_at",
+    "status": "status",
+}
+MAX_PAGE_ROWS = 200
+MAX_FILTER_CHARS = 200
+
+
+class DocumentFilterTooLong(KnowledgeBaseError):
+    """A filter of the document list longer than MAX_FILTER_CHARS."""
 
 
 class Registry:
@@ -80,6 +105,30 @@ class Registry:
                 (doc_id, file, sha256, PENDING, time.time()),
             )
 
+    def add_documents(self, docs: list[DocumentInfo]) -> None:
+        """Entries written at once, in one transaction (a library brought in whole: 10,000 one by one
+        take about a minute of commits)."""
+        with self._db() as db:
+            db.executemany(
+                "INSERT OR REPLACE INTO documents(doc_id, file, sha256, pages, ocr_pages, chunks, figures, status,"
+                " created_at, bytes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        d.doc_id,
+                        d.file,
+                        d.sha256,
+                        d.pages,
+                        d.ocr_pages,
+                        d.chunks,
+                        d.figures,
+                        d.status,
+                        d.created_at,
+                        d.bytes,
+                    )
+                    for d in docs
+                ],
+            )
+
     def mark_complete(self, doc_id: str, pages: int, ocr_pages: int, chunks: int, figures: int) -> None:
         with self._db() as db:
             db.execute(
@@ -101,15 +150,42 @@ class Registry:
                 db.execute(f"DELETE FROM {table} WHERE doc_id=?", (doc_id,))  # table names are constants
 
     def documents(self, status: Optional[str] = None) -> list[DocumentInfo]:
-        query = "SELECT * FROM documents" + (" WHERE status=?" if status else "") + " ORDER BY file"
+        """Of one status, or every one not in the trash."""
+        where = " WHERE status=?" if status else " WHERE status!=?"
         with self._db() as db:
-            rows = db.execute(query, (status,) if status else ()).fetchall()
+            rows = db.execute("SELECT * FROM documents" + where + " ORDER BY file", (status or TRASHED,)).fetchall()
         return [_document(r) for r in rows]
 
+    def documents_page(self, asked: DocumentPage) -> DocumentPage:
+        """One page of the documents whose file name contains ``asked.contains`` (any case), sorted by
+        ``asked.sort`` then by name; an offset past the end gives the last page."""
+        column = _SORT_COLUMNS.get(asked.sort)
+        if column is None:
+            raise KnowledgeBaseError(f"documents cannot be sorted by '{asked.sort}'")
+        if len(asked.contains) > MAX_FILTER_CHARS:
+            raise DocumentFilterTooLong(f"the document filter is longer than {MAX_FILTER_CHARS} characters")
+        limit = max(1, min(int(asked.limit), MAX_PAGE_ROWS))
+        pattern = "%" + _like_literal(asked.contains.strip()) + "%"
+        where = "WHERE file LIKE ? ESCAPE '\\' AND status!=?"  # the trash has its own list
+        order = f"{column} {'DESC' if asked.descending else 'ASC'}, file COLLATE NOCASE, doc_id"  # both constants
+        with self._db() as db:
+            total = int(db.execute(f"SELECT COUNT(*) FROM documents {where}", (pattern, TRASHED)).fetchone()[0])
+            offset = min(max(0, int(asked.offset)), max(0, (total - 1) // limit * limit))
+            rows = db.execute(
+                f"SELECT * FROM documents {where} ORDER BY {order} LIMIT ? OFFSET ?", (pattern, TRASHED, limit, offset)
+            ).fetchall()
+        return replace(asked, limit=limit, offset=offset, rows=[_document(r) for r in rows], total=total, originals={})
+
+    def set_size(self, doc_id: str, size: int) -> None:
+        with self._db() as db:
+            db.execute("UPDATE documents SET bytes=? WHERE doc_id=?", (size, doc_id))
+
     def document_by_file(self, file: str) -> Optional[DocumentInfo]:
+        """Not one in the trash: its name is free for a new upload (its restore then refuses to clobber)."""
         with self._db() as db:
             row = db.execute(
-                "SELECT * FROM documents WHERE file=? ORDER BY status='complete' DESC LIMIT 1", (file,)
+                "SELECT * FROM documents WHERE file=? AND status!=? ORDER BY status='complete' DESC LIMIT 1",
+                (file, TRASHED),
             ).fetchone()
         return _document(row) if row else None
 
@@ -127,8 +203,41 @@ class Registry:
         return _document(row) if row else None
 
     def pending_ids(self) -> list[str]:
+        """Every document a search leaves out: not complete yet, being removed, or in the trash."""
         with self._db() as db:
             return [r[0] for r in db.execute("SELECT doc_id FROM documents WHERE status!=?", (COMPLETE,))]
+
+    def unfinished_ids(self) -> list[str]:
+        """What a crash left half-done (start-up removes them); never a document in the trash."""
+        with self._db() as db:
+            return [
+                r[0] for r in db.execute("SELECT doc_id FROM documents WHERE status IN (?, ?)", (PENDING, REMOVING))
+            ]
+
+    # -- the trash ----------------------------------------------------------------------------
+
+    def trash_document(self, doc_id: str, trash_id: str, when: float, who: str) -> bool:
+        """One update, so a crash leaves it either complete or in the trash. False: it was not complete."""
+        with self._db() as db:
+            changed = db.execute(
+                "UPDATE documents SET status=?, trash_id=?, trashed_at=?, trashed_by=? WHERE doc_id=? AND status=?",
+                (TRASHED, trash_id, when, who, doc_id, COMPLETE),
+            ).rowcount
+        return changed == 1
+
+    def restore_document(self, doc_id: str) -> bool:
+        with self._db() as db:
+            changed = db.execute(
+                "UPDATE documents SET status=?, trash_id='', trashed_at=0, trashed_by='' WHERE doc_id=? AND status=?",
+                (COMPLETE, doc_id, TRASHED),
+            ).rowcount
+        return changed == 1
+
+    def trashed(self) -> list[tuple[DocumentInfo, str, float, str]]:
+        """Each document in the trash with its trash id, when and by whom it was deleted."""
+        with self._db() as db:
+            rows = db.execute("SELECT * FROM documents WHERE status=? ORDER BY trashed_at", (TRASHED,)).fetchall()
+        return [(_document(r), r["trash_id"], r["trashed_at"], r["trashed_by"]) for r in rows]
 
     def totals(self) -> tuple[int, int]:
         """(complete documents, their chunks)."""
@@ -233,4 +342,10 @@ def _document(row: sqlite3.Row) -> DocumentInfo:
         figures=row["figures"],
         status=row["status"],
         created_at=row["created_at"],
+        bytes=row["bytes"] or 0,
     )
+
+
+def _like_literal(value: str) -> str:
+    """``value`` matched as typed inside a LIKE pattern (ESCAPE '\\'): % and _ are not wildcards."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

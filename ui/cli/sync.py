@@ -8,7 +8,7 @@ from pathlib import Path
 
 from backend.errors import DocLensError
 from backend.settings import Settings
-from ui.cli.output import open_service
+from ui.cli.output import CLI_USER, open_service
 
 DONE = {"add": "added", "replace": "replaced", "rename": "renamed", "remove": "removed"}
 PLANNED = {"add": "would add", "replace": "would replace", "rename": "would rename", "remove": "would remove"}
@@ -45,7 +45,7 @@ def cmd_sync(args, settings: Settings) -> int:
 
         if args.watch:
             return _watch(service, args.kb, folder, progress, tell)
-        plan = service.sync(args.kb, folder, dry_run=args.dry_run, progress=progress, on_action=tell)
+        plan = service.sync(args.kb, folder, dry_run=args.dry_run, progress=progress, on_action=tell, who=CLI_USER)
         for line in _planned_lines(plan, args.dry_run):
             progress.write(line)
         progress.write(summary_line(plan, args.kb, folder, args.dry_run))
@@ -71,7 +71,9 @@ def _watch(service, kb: str, folder: Path, progress, tell) -> int:
     # SIGTERM (a service manager, `kill`): the look in progress finishes first
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        service.watch_folder(kb, folder, stop, on_plan, progress=progress, on_action=tell, on_error=on_error)
+        service.watch_folder(
+            kb, folder, stop, on_plan, progress=progress, on_action=tell, on_error=on_error, who=CLI_USER
+        )
     except KeyboardInterrupt:  # the document in flight was rolled back; the next sync finishes the job
         stop.set()
     finally:

@@ -67,10 +67,11 @@ def leftovers(service: DocLens, kb: str) -> dict[str, set[str]]:
 
 
 def assert_consistent(service: DocLens, kb: str) -> None:
-    """Rows, registry entries, figure folders and kept files all belong to complete documents only."""
+    """Rows, registry entries, figure folders and kept files all belong to complete documents only (or
+    to documents in the trash, which keep theirs until purged)."""
     opened = open_kb(service, kb)
-    docs = opened.registry.documents()
-    complete = {d.doc_id for d in docs if d.status == "complete"}
+    docs = opened.registry.documents() + opened.registry.documents(status="trashed")
+    complete = {d.doc_id for d in docs if d.status in ("complete", "trashed")}
     assert {d.doc_id for d in docs} == complete, "pending documents left behind"
     assert service.store.count(opened.collection) == sum(d.chunks for d in docs)
     assert stored_doc_ids(service, kb) == complete

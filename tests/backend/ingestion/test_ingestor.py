@@ -254,4 +254,6 @@ def test_cli_ingest_docs_figures_rm(tmp_path):
     removed = run_cli(["rm", "--kb", "cli", PHYSICS.name], data)
     assert removed.returncode == 0 and PHYSICS.name in removed.stdout
     assert json.loads(run_cli(["docs", "--kb", "cli", "--json"], data).stdout) == []
+    assert all(Path(f["path"]).exists() for f in figures)  # in the trash: kept until it is emptied
+    assert run_cli(["trash", "empty", "--yes"], data).returncode == 0
     assert not any(Path(f["path"]).exists() for f in figures)

@@ -39,9 +39,8 @@ def test_small_documents_are_embedded_in_one_call_with_the_vectors_of_each_alone
     events: list[ProgressEvent] = []
     results = service.ingest(kb, FILES, progress=events.append)
     assert [r.status for r in results] == ["indexed"] * 3 and [r.file for r in results] == [f.name for f in FILES]
-    total = sum(r.chunks for r in results)
     embedding = embed_events(events)
-    assert embedding[-1] == (COMPUTING.name, total, total)  # one call for the three files' chunks
+    assert embedding[-1] == (COMPUTING.name, results[-1].chunks, results[-1].chunks)
     assert {file for file, done, _ in embedding if done == 0} == {f.name for f in FILES}  # each file shows it
     assert all(r.seconds > 0 for r in results)
 
@@ -102,3 +101,54 @@ def test_a_failure_while_storing_one_grouped_document_costs_only_that_one(servic
     assert BUSINESS.name in results[1].error and "disk full" in results[1].error
     assert sorted(d.file for d in service.documents(kb)) == sorted([PHYSICS.name, COMPUTING.name])
     assert_consistent(service, kb)
+
+
+def test_each_file_of_a_group_reports_its_own_progress_which_never_goes_back(service, kb):
+    """Issue 26 item 5: the group is one embedding call, but each file's progress is its own share of it
+    (its own chunk count as the total: no jump from 0/9 to 8/27), known as soon as it is parsed, and a
+    file's progress never goes back."""
+    events: list[ProgressEvent] = []
+    results = service.ingest(kb, FILES, progress=events.append)
+    assert [r.status for r in results] == ["indexed"] * 3
+    for index, result in enumerate(results, 1):
+        own = [e for e in events if e.file_index == index and e.stage != "done"]
+        assert {e.total for e in own if e.stage == "embed"} == {result.chunks}, result.file
+        assert [e for e in own if e.stage == "embed"][-1].current == result.chunks
+        fractions = [e.file_fraction for e in own]
+        assert fractions == sorted(fractions), (result.file, [(e.stage, e.current, e.total) for e in own])
+    parsed_first = next(i for i, e in enumerate(events) if e.file_index == 1 and e.stage == "embed")
+    second_file = next(i for i, e in enumerate(events) if e.file_index == 2)
+    assert parsed_first < second_file, "the first file's chunk count is known before the next file starts"
+
+
+def test_one_file_of_a_group_is_cancelled_alone_and_leaves_nothing(service, kb):
+    """Issue 26 item 17: cancelling one file of an upload rolls back that file only; the others go on."""
+    cancel_files: set[int] = set()
+    seen: list[int] = []
+
+    def progress(event: ProgressEvent) -> None:
+        if event.file == BUSINESS.name and event.stage == "embed":
+            cancel_files.add(1)  # parsed, waiting to be embedded with the next file
+
+    results = service.ingest(
+        kb, FILES, progress=progress, cancel_files=cancel_files, on_result=lambda place, r: seen.append(place)
+    )
+    assert [r.status for r in results] == ["indexed", "cancelled", "indexed"]
+    assert BUSINESS.name in results[1].error and "nothing was stored" in results[1].error
+    assert sorted(d.file for d in service.documents(kb)) == sorted([PHYSICS.name, COMPUTING.name])
+    assert sorted(seen) == [0, 1, 2], "each file's result is handed over once known"
+    assert_consistent(service, kb)
+
+
+def test_a_file_cancelled_while_parsed_or_before_it_starts_leaves_nothing(service_one_by_one, kb_one_by_one):
+    cancel_files: set[int] = set()
+
+    def progress(event: ProgressEvent) -> None:
+        if event.file_index == 1 and event.stage == "parse":
+            cancel_files.update({0, 2})  # the first mid-parse, the third before it starts
+
+    results = service_one_by_one.ingest(kb_one_by_one, FILES, progress=progress, cancel_files=cancel_files)
+    assert [r.status for r in results] == ["cancelled", "indexed", "cancelled"]
+    assert "before start" in results[2].error
+    assert [d.file for d in service_one_by_one.documents(kb_one_by_one)] == [BUSINESS.name]
+    assert_consistent(service_one_by_one, kb_one_by_one)

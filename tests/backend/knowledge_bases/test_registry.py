@@ -1,12 +1,16 @@
-"""The registry beside the vectors: a knowledge base written before a column existed still opens."""
+"""The registry beside the vectors: a knowledge base written before a column existed still opens; a page of
+its document list is filtered, sorted and paged in SQL."""
 
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
-from backend.knowledge_bases.registry import Registry
-from backend.types import Figure
+import pytest
+
+from backend.errors import KnowledgeBaseError
+from backend.knowledge_bases.registry import MAX_FILTER_CHARS, MAX_PAGE_ROWS, DocumentFilterTooLong, Registry
+from backend.types import DocumentInfo, DocumentPage, Figure
 
 _OLD_SCHEMA = """
 CREATE TABLE documents (
@@ -36,3 +40,50 @@ def test_figures_of_a_knowledge_base_without_context_columns_still_open(tmp_path
     registry.add_figure(new)
     assert registry.figures()[1] == new
     assert Registry(folder).figures()[1] == new  # opened again: nothing added twice
+
+
+def library(count: int) -> list[DocumentInfo]:
+    return [
+        DocumentInfo(
+            doc_id=f"{i:032x}",
+            file=f"paper_{i:05d}.pdf" if i % 7 else f"Report {i} 100%_done.pdf",
+            sha256=f"{i:064x}",
+            pages=i % 40 + 1,
+            ocr_pages=0,
+            chunks=(i * 37) % 500,
+            figures=0,
+            status="complete" if i % 11 else "pending",
+            created_at=1_700_000_000 + i,
+            bytes=(i * 7919) % 100_000,
+        )
+        for i in range(count)
+    ]
+
+
+def test_a_page_of_documents_is_filtered_sorted_and_kept_in_range(tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "kb")
+    docs = library(3000)
+    registry.add_documents(docs)
+    first = registry.documents_page(DocumentPage(limit=20))
+    assert first.total == 3000 and [d.file for d in first.rows] == sorted((d.file for d in docs), key=str.lower)[:20]
+    for sort, key in (("chunks", "chunks"), ("size", "bytes"), ("added", "created_at"), ("pages", "pages")):
+        page = registry.documents_page(DocumentPage(sort=sort, descending=True, limit=5))
+        assert [getattr(d, key) for d in page.rows] == sorted((getattr(d, key) for d in docs), reverse=True)[:5]
+    pending = registry.documents_page(DocumentPage(sort="status", descending=True, limit=200))
+    assert {d.status for d in pending.rows} == {"pending"}
+    # % and _ are what they are typed as, not wildcards; any case
+    reports = registry.documents_page(DocumentPage(contains="100%_DONE", limit=200))
+    assert reports.total == len([d for d in docs if d.file.startswith("Report")]) == 429
+    assert registry.documents_page(DocumentPage(contains="%")).total == 429
+    last = registry.documents_page(DocumentPage(contains="paper_0", offset=99_999, limit=50))
+    assert last.offset == (last.total - 1) // 50 * 50 and 0 < len(last.rows) <= 50
+    assert registry.documents_page(DocumentPage(contains="no such name")).rows == []
+
+
+def test_a_page_of_documents_refuses_what_it_cannot_do(tmp_path: Path) -> None:
+    registry = Registry(tmp_path / "kb")
+    with pytest.raises(KnowledgeBaseError, match="cannot be sorted by 'file; DROP TABLE documents'"):
+        registry.documents_page(DocumentPage(sort="file; DROP TABLE documents"))
+    with pytest.raises(DocumentFilterTooLong):
+        registry.documents_page(DocumentPage(contains="x" * (MAX_FILTER_CHARS + 1)))
+    assert registry.documents_page(DocumentPage(limit=10**6)).limit == MAX_PAGE_ROWS

@@ -119,7 +119,7 @@ def test_sync_prints_each_action_and_a_second_run_has_nothing_to_do(tmp_path):
     changed = run(["sync", "--kb", "geo", str(folder)], data)
     assert changed.returncode == 0, changed.stderr
     assert lines_of(changed) == [
-        "removed   report.pdf: 1 chunks",
+        "removed   report.pdf: 1 chunks, into the trash",
         "renamed   report (2).pdf -> report.pdf (2024/report.pdf): 1 chunks kept, nothing embedded again",
         "renamed   notes.pdf -> field notes.pdf: 1 chunks kept, nothing embedded again",
         f"synced 'geo' with {folder}: 2 renamed, 1 removed, 0 unchanged",
