@@ -9,14 +9,17 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Callable, Collection, Iterator, Optional, Sequence
 
 from backend import text
 from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.errors import DocLensError, LLMError
 from backend.knowledge_bases import old_folders, reindex
+from backend.knowledge_bases.audit import LOCAL
 from backend.knowledge_bases.lifecycle import KnowledgeBases
+from backend.knowledge_bases.names import name_list
 from backend.knowledge_bases.open_kb import OpenKB
+from backend.knowledge_bases.trash import AuditedChanges, Trash
 from backend.llm.clients import LLMClients
 from backend.settings import LLMSettings, Settings
 from backend.store.base import ChunkRow
@@ -25,6 +28,7 @@ from backend.types import (
     Answer,
     AnswerUpdate,
     DocumentInfo,
+    DocumentPage,
     Figure,
     IngestResult,
     KnowledgeBase,
@@ -41,8 +45,9 @@ if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on 
 log = logging.getLogger(__name__)
 
 
-class DocLens:
-    """Everything a user can do, as plain method calls returning plain result types."""
+class DocLens(AuditedChanges):
+    """Everything a user can do, as plain method calls returning plain result types (deleting, restoring
+    and renaming knowledge bases and documents: ``AuditedChanges``)."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -52,6 +57,7 @@ class DocLens:
             old_folders.set_aside(settings.data_dir, Path(settings.milvus_uri))
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
+        self.trash = Trash(self.kbs, settings.data_dir, lambda: self.settings.trash.retention_days)
         self._embedder: Optional[Embedder] = None
         self._embedder_lock = threading.Lock()
         self._preparing: Optional[threading.Thread] = None
@@ -172,12 +178,6 @@ class DocLens:
     def create_kb(self, name: str) -> KnowledgeBase:
         return self.kbs.create(name)
 
-    def rename_kb(self, old: str, new: str) -> KnowledgeBase:
-        return self.kbs.rename(old, new)
-
-    def delete_kb(self, name: str) -> None:
-        self.kbs.delete(name)
-
     def load_all(self) -> None:
         """Collections come back released after a restart: load them and build their search indexes
         now, so the first question does not (Milvus Lite 2.5 reads every row back into memory: ~15 s at 100k)."""
@@ -216,12 +216,8 @@ class DocLens:
     def documents(self, kb_name: str) -> list[DocumentInfo]:
         return self.open_kb(kb_name, check_model=False).registry.documents()
 
-    def delete_document(self, kb_name: str, file: str) -> DocumentInfo:
-        kb = self.open_kb(kb_name, check_model=False)
-        doc = kb.find_document(file)
-        kb.remove_document(doc.doc_id)
-        log.info("deleted %s from knowledge base %r", doc.file, kb.name)
-        return doc
+    def documents_page(self, kb_name: str, asked: DocumentPage) -> DocumentPage:
+        return self.open_kb(kb_name, check_model=False).documents_page(asked)
 
     def figures(self, kb_name: str, file: Optional[str] = None) -> list[Figure]:
         kb = self.open_kb(kb_name, check_model=False)
@@ -232,8 +228,11 @@ class DocLens:
         return self.open_kb(kb_name, check_model=False).figure(figure_id)
 
     def recover(self) -> None:
-        """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
+        """Finish or undo what a crash left half-done (moves into and out of the trash, documents still
+        pending), then purge what outlived the trash's retention."""
+        self.trash.recover()
         self.kbs.recover()
+        self.trash.purge_expired()
 
     # -- ingestion ----------------------------------------------------------------------------
 
@@ -244,12 +243,15 @@ class DocLens:
         progress: Optional[ProgressCallback] = None,
         cancel: Optional[threading.Event] = None,
         display_names: Optional[Sequence[str]] = None,
+        on_result: Optional[Callable[[int, IngestResult], None]] = None,
+        cancel_files: Collection[int] = (),
     ) -> list[IngestResult]:
         """Add PDFs (files, or folders searched recursively) to a knowledge base, one result per file.
 
         ``display_names`` (same length as ``paths``) names uploaded temp files as the user's file names.
         Setting ``cancel`` stops between pages; the current document is rolled back (status "cancelled")
         and the files not yet started are reported as cancelled too. A failed file never stops the others.
+        ``cancel_files``: places (0-based) of files cancelled alone meanwhile; ``on_result(place, result)``.
         """
         from backend.ingestion.ingestor import Ingestor
         from backend.ingestion.uploads import collect_uploads
@@ -260,7 +262,7 @@ class DocLens:
             raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
         with self._ingest_lock, self.kbs.writing(kb):  # one upload at a time per server and per knowledge base
             try:
-                return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel)
+                return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel, on_result, cancel_files)
             finally:  # fresh rows go into indexed segments now, not on the next restart
                 self.kbs.seal(kb)
 
@@ -275,10 +277,11 @@ class DocLens:
         on_action: Optional[Callable[[SyncAction], None]] = None,
         hashes: Optional[HashCache] = None,
         leave_out: Optional[set[tuple[str, str]]] = None,
+        who: str = LOCAL,
     ) -> SyncPlan:
         """Make the knowledge base hold exactly the folder's PDFs (``backend/ingestion/sync_plan.py``): new
-        files added, changed ones replaced, renamed ones renamed (not embedded again), missing ones
-        removed. ``on_action`` is told each action once done (or failed); ``dry_run`` only plans."""
+        files added, changed ones replaced, renamed ones renamed (not embedded again), missing ones moved
+        to the trash. ``on_action`` is told each action once done (or failed); ``dry_run`` only plans."""
         from backend.ingestion.ingestor import Ingestor
         from backend.ingestion.sync import sync_folder
 
@@ -288,9 +291,8 @@ class DocLens:
             return Ingestor(self.settings, self.embedder).run(kb, items, progress, on_result=on_result)
 
         locks = (self._ingest_lock, self.kbs.writing(kb))  # as an upload holds them
-        return sync_folder(
-            kb, Path(folder), ingest, locks, lambda: self.kbs.seal(kb), dry_run, hashes, leave_out, on_action
-        )
+        seal, remove = (lambda: self.kbs.seal(kb)), (lambda doc: self.trash.trash_document(kb, doc, who))
+        return sync_folder(kb, Path(folder), ingest, locks, seal, dry_run, hashes, leave_out, on_action, remove)
 
     def watch_folder(
         self,
@@ -301,6 +303,7 @@ class DocLens:
         progress: Optional[ProgressCallback] = None,
         on_action: Optional[Callable[[SyncAction], None]] = None,
         on_error: Optional[Callable[[str], None]] = None,
+        who: str = LOCAL,
     ) -> None:
         """``sync`` every ``sync.poll_seconds`` until ``stop`` is set; a file that failed is tried again
         once it changes. ``on_plan`` gets each look's plan, done."""
@@ -310,7 +313,9 @@ class DocLens:
         hashes, failed = HashCache(), set[tuple[str, str]]()
 
         def once() -> SyncPlan:
-            plan = self.sync(kb_name, folder, progress=progress, on_action=on_action, hashes=hashes, leave_out=failed)
+            plan = self.sync(
+                kb_name, folder, progress=progress, on_action=on_action, hashes=hashes, leave_out=failed, who=who
+            )
             failed.update(failed_files(plan))
             on_plan(plan)
             return plan
@@ -321,30 +326,30 @@ class DocLens:
 
     def search(
         self,
-        kb_name: str,
+        kb_name: str | Sequence[str],
         question: str,
-        doc: Optional[str] = None,
+        doc: str | Sequence[str] | None = None,
         mode: str = "rerank",
         top: Optional[int] = None,
         exclude: Sequence[str] = (),
     ) -> SearchResult:
-        """Ranked sources (no LLM). ``doc``: a file name to search only that document; ``exclude``: file
-        names to leave out (the evaluation uses it to ask questions whose answer is not in the library)."""
-        kb = self.open_kb(kb_name)
-        with self.kbs.deletion_explained(kb):
-            return self.retriever.search(kb, question, doc, mode, top, exclude)
+        """Ranked sources (no LLM) of one knowledge base or several, one ranking. ``doc``: file name(s) to
+        search only those; ``exclude``: file names to leave out (the evaluation's unanswerable questions)."""
+        kbs = [self.open_kb(name) for name in dict.fromkeys(name_list(kb_name))]
+        with self.kbs.deletion_explained(*kbs):
+            return self.retriever.search(kbs, question, name_list(doc), mode, top, exclude)
 
     def ask_stream(
         self,
-        kb_name: str,
+        kb_name: str | Sequence[str],
         question: str,
         history: Optional[list[dict[str, str]]] = None,
-        doc: Optional[str] = None,
+        doc: str | Sequence[str] | None = None,
         figure_id: Optional[str] = None,
         llm_profile: Optional[LLMSettings] = None,
     ) -> Iterator[AnswerUpdate]:
         """Stream an answer: an ``AnswerUpdate`` per text delta as it arrives, then the last one, ``done``,
-        with the final ``Answer``.
+        with the final ``Answer``. ``kb_name``, ``doc``: as for ``search``.
 
         ``history``: earlier turns as [{"role": "user"|"assistant", "content": str}], used to make the
         question standalone. ``figure_id``: ask about that figure with the vision model (one question).
@@ -354,35 +359,36 @@ class DocLens:
         from backend.answering.answers import answer_updates, whole_answer_updates
         from backend.answering.prompts import condense_question, said_by_user
 
-        kb = self.open_kb(kb_name)
+        kbs = [self.open_kb(name) for name in dict.fromkeys(name_list(kb_name))]
         llm = self.llm_for(llm_profile)
         if figure_id:
-            yield from whole_answer_updates(self._figure_answer(kb, llm, question, figure_id))
+            yield from whole_answer_updates(self._figure_answer(kbs, llm, question, figure_id))
             return
         standalone = condense_question(llm, history, question) if history else question
         top = max(self.settings.retrieval.top_k, self.settings.llm.context_sources)
-        with self.kbs.deletion_explained(kb):
+        with self.kbs.deletion_explained(*kbs):
             said = said_by_user(history, question)
-            result = self.retriever.search_follow_up(kb, question, standalone, said, doc, top)
+            result = self.retriever.search_follow_up(kbs, question, standalone, said, name_list(doc), top)
         yield from answer_updates(llm, question, result, history, standalone, self.settings.confidence.abstain_below)
 
-    def _figure_answer(self, kb: OpenKB, llm: LLMClient, question: str, figure_id: str) -> Answer:
-        """The vision model's answer about one figure, with its page, its document and the passages found."""
+    def _figure_answer(self, kbs: list[OpenKB], llm: LLMClient, question: str, figure_id: str) -> Answer:
+        """The vision model's answer about one figure (of the first of ``kbs`` with it), its page and passages."""
         from backend.answering.figures import answer_about_figure, figure_context
+        from backend.retrieval.across import figure_of
 
-        figure = kb.figure(figure_id)
+        kb, figure = figure_of(kbs, figure_id)
         with self.kbs.deletion_explained(kb):
-            result = self.retriever.search(kb, question, figure.file, top=self.settings.llm.context_sources)
+            result = self.retriever.search(kb, question, [figure.file], top=self.settings.llm.context_sources)
         context = figure_context(figure, kb.registry.page_text(figure.doc_id, figure.page), kb.text(figure.doc_id))
         image = kb.figure_image(figure)
         return answer_about_figure(llm, question, figure, image, None, context, result.sources, result.confidence)
 
     def ask(
         self,
-        kb_name: str,
+        kb_name: str | Sequence[str],
         question: str,
         history: Optional[list[dict[str, str]]] = None,
-        doc: Optional[str] = None,
+        doc: str | Sequence[str] | None = None,
         figure_id: Optional[str] = None,
         llm_profile: Optional[LLMSettings] = None,
     ) -> Answer:
@@ -417,10 +423,7 @@ class DocLens:
         from backend.documents.preview import ocr_line_reader, render_page
 
         kb = self.open_kb(kb_name, check_model=False)
-        doc = kb.find_document(file)
-        pdf = kb.original_pdf(doc.doc_id)
-        if not pdf.exists():
-            raise DocLensError(f"{doc.file}: the original PDF is not kept for this document; upload it again")
+        doc, pdf = kb.kept_original(file)
         return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id), ocr_line_reader(self.settings))
 
     # -- what the quality checks ask (backend.quality calls the facade, never the store) ----------

@@ -47,8 +47,8 @@ class EmbeddingSettings(_Section):
     provider: Literal["sentence_transformers", "openai"] = "sentence_transformers"
     model: str = "bundled:multilingual-e5-small"
     dtype: Literal["auto", "float32", "bfloat16", "int8"] = "auto"
-    # int8's runtime: auto is OpenVINO on CPUs with VNNI, none (float) on the others; onnxruntime is opt-in
-    int8_runtime: Literal["auto", "onnxruntime", "openvino", "none"] = "auto"
+    # int8's runtime: auto is OpenVINO on CPUs with VNNI, onnxruntime-q4 on the others; onnxruntime is opt-in
+    int8_runtime: Literal["auto", "onnxruntime-q4", "onnxruntime", "openvino", "none"] = "auto"
     batch_size: int = Field(default=8, ge=1, le=1024)
     max_seq_length: int = Field(default=512, ge=16, le=8192)
     base_url: EndpointURL = ""  # provider=openai: the embeddings endpoint; empty means llm.base_url
@@ -89,6 +89,10 @@ class IngestSettings(_Section):
 
 class SyncSettings(_Section):
     poll_seconds: float = Field(default=2.0, gt=0)  # `sync --watch`: how often the folder is looked at
+
+
+class TrashSettings(_Section):
+    retention_days: float = Field(default=7.0, ge=0, le=3650)  # deleted knowledge bases and documents kept this long
 
 
 class RetrievalSettings(_Section):
@@ -184,6 +188,7 @@ class Settings(_Section):
     ocr: OCRSettings = OCRSettings()
     ingest: IngestSettings = IngestSettings()
     sync: SyncSettings = SyncSettings()
+    trash: TrashSettings = TrashSettings()
     retrieval: RetrievalSettings = RetrievalSettings()
     rerank: RerankSettings = RerankSettings()
     rerank_cross: CrossRerankSettings = CrossRerankSettings()

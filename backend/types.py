@@ -67,8 +67,9 @@ class DocumentInfo:
     ocr_pages: int
     chunks: int
     figures: int
-    status: str  # "pending" while ingesting, "complete" once every chunk is stored
+    status: str  # "pending" while ingesting, "complete" once every chunk is stored, "trashed" once deleted
     created_at: float = 0.0
+    bytes: int = 0  # the stored original's size (0: registered before sizes were kept)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +79,56 @@ class DocumentInfo:
             "chunks": self.chunks,
             "figures": self.figures,
             "status": self.status,
+            "doc_id": self.doc_id,
+            "bytes": self.bytes,
+            "created_at": self.created_at,
+        }
+
+
+DOCUMENT_SORTS = ("file", "pages", "chunks", "size", "added", "status")
+
+
+@dataclass
+class DocumentPage:
+    """One page of a knowledge base's document list, filtered and sorted where the documents are kept (a
+    library of 10,000 never travels whole): what was asked, then what the page holds."""
+
+    contains: str = ""  # part of the file name, in any case
+    sort: str = "file"  # one of DOCUMENT_SORTS
+    descending: bool = False
+    offset: int = 0  # moved back to the last page when fewer documents match
+    limit: int = 20
+    rows: list[DocumentInfo] = field(default_factory=list)
+    total: int = 0  # how many documents match ``contains``
+    originals: dict[str, str] = field(default_factory=dict)  # doc_id -> its stored PDF, for the rows that have one
+
+
+@dataclass
+class TrashEntry:
+    """A knowledge base or a document deleted by a user: kept (rows and files) until ``expires_at``."""
+
+    id: str  # what `trash restore ID` takes: "k…" a knowledge base, "d…" a document
+    kind: str  # "kb" | "document"
+    kb: str  # the knowledge base's name (when it was deleted, for a knowledge base)
+    file: str  # the document's name ("" for a knowledge base)
+    deleted_at: float
+    deleted_by: str  # the login, "local" (the web app without logins) or "cli"
+    expires_at: float
+    documents: int = 0
+    chunks: int = 0
+    doc_id: str = ""  # a document's content id ("" for a knowledge base)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "kb": self.kb,
+            "file": self.file,
+            "deleted_at": self.deleted_at,
+            "deleted_by": self.deleted_by,
+            "expires_at": self.expires_at,
+            "documents": self.documents,
+            "chunks": self.chunks,
             "doc_id": self.doc_id,
         }
 
@@ -132,11 +183,16 @@ class ProgressEvent:
             return self.current / self.total if self.total else 0.0
         if not self.file_count:
             return 0.0
+        return min(1.0, ((self.file_index - 1) + self.file_fraction) / self.file_count)
+
+    @property
+    def file_fraction(self) -> float:
+        """How far its own file is, 0..1 (small files are embedded together, so the files of an upload
+        are not finished in order: an upload's bar adds these up per file, see ui/knowledge_bases)."""
         within = (self.current / self.total) if self.total else 0.0
-        weights = {"file": 0.0, "parse": 0.6, "ocr": 0.6, "embed": 0.3, "store": 0.1, "done": 1.0}
-        offsets = {"file": 0.0, "parse": 0.0, "ocr": 0.0, "embed": 0.6, "store": 0.9, "done": 0.0}
-        stage_part = offsets.get(self.stage, 0.0) + weights.get(self.stage, 0.0) * within
-        return min(1.0, ((self.file_index - 1) + stage_part) / self.file_count)
+        weights = {"file": 0.0, "parse": 0.6, "ocr": 0.6, "embed": 0.3, "store": 0.1, "done": 0.0}
+        offsets = {"file": 0.0, "parse": 0.0, "ocr": 0.0, "embed": 0.6, "store": 0.9, "done": 1.0}
+        return min(1.0, offsets.get(self.stage, 0.0) + weights.get(self.stage, 0.0) * within)
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
@@ -165,9 +221,11 @@ class Source:
     lang: str = ""  # the chunk's language: "zh", "en" or "" (unknown)
     bridged: bool = False  # scored across languages without a translation (see retrieval/crosslingual.py)
     kind: str = "text"  # the chunk's kind: "text", "references", "table", "equation" or "figure"
+    kb: str = ""  # the name of the knowledge base it was found in
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "kb": self.kb,
             "file": self.file,
             "page": self.page,
             "page_end": self.page_end,

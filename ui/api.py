@@ -1,16 +1,17 @@
-"""Plain JSON endpoints for gradio_client: list, create, upload, ask, delete.
+"""Plain JSON endpoints for gradio_client: list, create, upload, ask, search, delete (into the trash),
+the trash.
 
 No ``from __future__ import annotations`` here: gr.api reads these functions' real type hints.
 """
 
 import logging
-from typing import Any
+from typing import Any, Union
 
 import gradio as gr
 
 from backend.errors import DocLensError
 from backend.service import DocLens
-from ui.common import is_temporary_kb
+from ui.common import actor, is_temporary_kb
 from ui.web_files import ReceivedUploads
 
 log = logging.getLogger(__name__)
@@ -42,16 +43,29 @@ def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
         """The documents of a knowledge base."""
         return [d.to_dict() for d in _call(service.documents, kb)]
 
-    def ask(kb: str, question: str, doc: str = "") -> dict:
-        """Answer a question from a knowledge base (``doc``: only that file); answer, confidence, sources."""
+    def ask(kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "") -> dict:
+        """Answer a question from a knowledge base, or a list of them (one ranking over all); ``doc``: only
+        that file, or a list ("KB/file" names the KB). Answer, confidence, sources (each with its kb)."""
         return _call(service.ask, kb, question, doc=doc or None).to_dict()
 
-    def delete_kb(name: str) -> str:
-        """Delete a knowledge base and all its documents."""
-        _call(service.delete_kb, name)
-        return f"deleted {name.strip()}"
+    def search(kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "", top: int = 0) -> dict:
+        """Ranked sources without a model, from a knowledge base or a list of them (``doc`` as for /ask)."""
+        return _call(service.search, kb, question, doc=doc or None, top=top or None).to_dict()
 
-    for fn in (list_kbs, create_kb, documents, ask, delete_kb):
+    def delete_kb(name: str, request: gr.Request) -> str:
+        """Move a knowledge base and all its documents to the trash (``/restore`` brings it back)."""
+        entry = _call(service.delete_kb, name, who=actor(request))
+        return f"deleted {entry.kb}: in the trash as {entry.id} until it is purged"
+
+    def trash() -> list[dict]:
+        """What is in the trash: id, kind, kb, file, when and by whom it was deleted, when it is purged."""
+        return [e.to_dict() for e in _call(service.trash_entries)]
+
+    def restore(entry_id: str, new_name: str = "", request: gr.Request = None) -> dict:  # type: ignore[assignment]
+        """Bring a trash entry back (``new_name``: for a knowledge base whose name is taken now)."""
+        return _call(service.restore, entry_id, new_name=new_name or None, who=actor(request)).to_dict()
+
+    for fn in (list_kbs, create_kb, documents, ask, search, delete_kb, trash, restore):
         gr.api(fn, api_name=fn.__name__)
     gr.api(upload, api_name="upload", concurrency_id="ingest", concurrency_limit=1)  # one ingestion at a time
 

@@ -57,7 +57,7 @@ def benchmark_ingest(service: DocLens, paths: Sequence[Path]) -> dict[str, Any]:
         results = service.ingest(name, list(paths))
         wall = time.perf_counter() - started
     finally:
-        service.delete_kb(name)
+        service.delete_kb(name, who="quality check", permanently=True)
     speed = ingest_speed(results)
     return {
         "model_load_seconds": round(model_load, 2),
@@ -94,7 +94,7 @@ def ingest_corpus(settings: Settings, paths: Sequence[Path]) -> dict[str, Any]:
         try:
             results = service.ingest(name, files)
         finally:
-            service.delete_kb(name)
+            service.delete_kb(name, who="quality check", permanently=True)
     unexpected = [r for r in results if not r.ok and "unexpected" in (r.error or "")]
     failed = [r for r in results if not r.ok and r not in unexpected]
     return {

@@ -171,16 +171,23 @@ def edit_text(text: str, vocabulary: list[str], rng: np.random.Generator) -> str
     return "".join(tokens)
 
 
-def build_kb(settings: Settings, base: Base, chunks: int) -> None:
-    """Write ``chunks`` synthetic chunks the way the ingestor does (pending entry, rows, pages, complete)."""
+def kb_names(kbs: int) -> list[str]:
+    """The benchmark's knowledge bases: one, or the same chunks dealt out to ``kbs`` of them."""
+    return [KB_NAME] if kbs <= 1 else [f"{KB_NAME} {i}" for i in range(1, kbs + 1)]
+
+
+def build_kb(settings: Settings, base: Base, chunks: int, kbs: int = 1) -> None:
+    """Write ``chunks`` synthetic chunks the way the ingestor does (pending entry, rows, pages, complete);
+    ``kbs``: the same chunks, paper by paper in turn, into that many knowledge bases."""
     rng = np.random.default_rng(SEED + chunks)
     vocabulary = [t for text in base.texts[:500] for t in _TOKEN.findall(text) if t.strip() and t.isalnum()]
     sigma = noise_scale(base.vectors)
     docs = (chunks + DOC_CHUNKS - 1) // DOC_CHUNKS
     with DocLens(settings) as service:
-        kb = service.open_kb(service.create_kb(KB_NAME).name, check_model=False)
+        opened = [service.open_kb(service.create_kb(name).name, check_model=False) for name in kb_names(kbs)]
         started = time.perf_counter()
         for d in range(docs):
+            kb = opened[d % len(opened)]
             rows = synthetic_rows(base, d, vocabulary, sigma, rng)[: chunks - d * DOC_CHUNKS]
             doc_id = rows[0].doc_id
             kb.registry.add_pending(doc_id, rows[0].filename, f"{doc_id:0<64}")
@@ -197,7 +204,8 @@ def build_kb(settings: Settings, base: Base, chunks: int) -> None:
                     docs,
                     time.perf_counter() - started,
                 )
-        service.store.seal(kb.collection)  # what DocLens.ingest does after an upload
+        for kb in opened:
+            service.store.seal(kb.collection)  # what DocLens.ingest does after an upload
 
 
 # -- measuring ----------------------------------------------------------------------------------
@@ -238,8 +246,10 @@ def _percentiles(values: Sequence[float]) -> dict[str, float]:
     }
 
 
-def measure_questions(service, questions: Sequence[str], doc: Optional[str] = None) -> dict[str, Any]:
-    """p50/p95 of ``DocLens.search`` (default mode) and of each stage; rerank = what is left."""
+def measure_questions(
+    service, questions: Sequence[str], doc: Optional[str] = None, kbs: Sequence[str] = (KB_NAME,)
+) -> dict[str, Any]:
+    """p50/p95 of ``DocLens.search`` (default mode, over ``kbs``) and of each stage; rerank = what is left."""
     from backend.retrieval.retriever import Retriever
 
     clock = _StageClock()
@@ -251,7 +261,7 @@ def measure_questions(service, questions: Sequence[str], doc: Optional[str] = No
     for i, question in enumerate(questions):
         clock.spent.clear()
         started = time.perf_counter()
-        service.search(KB_NAME, question, doc=doc)
+        service.search(list(kbs), question, doc=doc)
         total = time.perf_counter() - started
         if i < WARMUP:
             continue

@@ -69,7 +69,7 @@ def run_eval(
     service: DocLens,
     qa_path: Path,
     docs_dir: Path,
-    kb_name: Optional[str] = None,
+    kb_name: str | Sequence[str] | None = None,
     modes: Sequence[str] = SEARCH_MODES,
     limit: int = 0,
     progress: Optional[ProgressCallback] = None,
@@ -77,34 +77,40 @@ def run_eval(
     unanswerable: bool = False,
     halves: bool = False,
     name_document: bool = False,
+    kbs: int = 1,
 ) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
     confidence is calibrated and checked on questions the library cannot answer too. ``halves``: metrics
-    of each half of the papers too (``paper_split``). ``name_document``: see ``load_questions``."""
+    of each half of the papers too (``paper_split``). ``name_document``: see ``load_questions``.
+    ``kb_name``: knowledge bases to use instead of temporary ones (one name, or several); ``kbs``: the
+    temporary library split into this many knowledge bases (its documents dealt out in turn), each question
+    asked of them all."""
     questions = load_questions(Path(qa_path), limit, name_document)
     temporary = kb_name is None
-    name = kb_name or f"eval {time.strftime('%Y%m%d-%H%M%S')}"
-    report: dict[str, Any] = {"questions": len(questions), "ingest": None}  # ingest: only for a temporary KB
+    stamp = f"eval {time.strftime('%Y%m%d-%H%M%S')}"
+    names = (
+        ([kb_name] if isinstance(kb_name, str) else list(kb_name))
+        if kb_name
+        else [stamp]
+        if kbs <= 1
+        else [f"{stamp} {i}" for i in range(1, kbs + 1)]
+    )
+    report: dict[str, Any] = {"questions": len(questions), "ingest": None, "kbs": len(names)}
     try:
-        if temporary:
-            service.create_kb(name)
-            results = service.ingest(name, [Path(docs_dir)], progress=progress)
-            report["ingest"] = ingest_speed(results)
-            failed = [r for r in results if not r.ok]
-            if failed:
-                log.warning("%d documents failed to ingest: %s", len(failed), "; ".join(r.error or "" for r in failed))
-        docs = service.documents(name)
+        if temporary:  # ingest: only for a temporary library
+            report["ingest"] = _ingest_split(service, names, Path(docs_dir), progress)
+        docs = [d for name in names for d in service.documents(name)]
         report.update({"docs": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)})
         report["modes"] = {}
         details: dict[str, list] = {}
         for mode in modes:
-            report["modes"][mode], details[mode] = _eval_mode(service, name, questions, mode, progress)
+            report["modes"][mode], details[mode] = _eval_mode(service, names, questions, mode, progress)
             if halves:
                 report["modes"][mode].update(_by_half(details[mode]))
         main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
         left_out: list[dict] = []
         if unanswerable:
-            _, left_out = _eval_mode(service, name, questions, main_mode, progress, leave_out_gold=True)
+            _, left_out = _eval_mode(service, names, questions, main_mode, progress, leave_out_gold=True)
             details[f"{main_mode}-unanswerable"] = left_out
             report["unanswerable"] = _unanswerable_summary(left_out)
         report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
@@ -113,17 +119,32 @@ def run_eval(
         if keep_details:
             report["details"] = details
     finally:
-        if temporary:
+        for name in names if temporary else []:
             try:
-                service.delete_kb(name)
+                service.delete_kb(name, who="quality check", permanently=True)
             except DocLensError as exc:
                 log.warning("could not delete the temporary knowledge base %r: %s", name, exc)
     return report
 
 
+def _ingest_split(
+    service: DocLens, names: list[str], docs_dir: Path, progress: Optional[ProgressCallback]
+) -> dict[str, Any]:
+    """The folder's PDFs dealt out to ``names`` in turn (all of them to one: the folder as it is)."""
+    files = [docs_dir] if len(names) == 1 else sorted(docs_dir.rglob("*.pdf"))
+    results = []
+    for index, name in enumerate(names):
+        service.create_kb(name)
+        results += service.ingest(name, files[index :: len(names)], progress=progress)
+    failed = [r for r in results if not r.ok]
+    if failed:
+        log.warning("%d documents failed to ingest: %s", len(failed), "; ".join(r.error or "" for r in failed))
+    return ingest_speed(results)
+
+
 def _eval_mode(
     service: DocLens,
-    kb_name: str,
+    kb_name: list[str],
     questions: list[dict],
     mode: str,
     progress: Optional[ProgressCallback],
@@ -155,7 +176,7 @@ def _eval_mode(
     return summary, details
 
 
-def _question_detail(service: DocLens, kb_name: str, question: dict, mode: str, leave_out_gold: bool) -> dict:
+def _question_detail(service: DocLens, kb_name: list[str], question: dict, mode: str, leave_out_gold: bool) -> dict:
     """One question searched (with its document left out, if asked): its metrics and what the
     confidence and the abstention made of it."""
     result: Optional[SearchResult] = None

@@ -62,7 +62,7 @@ class CandidateSearch:
         stored = self.store.vectors(query.collection, needing) if needing else {}
         corrections = self._hub_corrections(query.plan, stored)
         dense_lists = [_corrected(hits, corrections) for hits in dense_lists]
-        sources = _collect(dense_lists, keyword_runs)
+        sources = collect_sources(dense_lists, keyword_runs)
         named_pages = self._named_page_sources(query, sources)
         self._fill_similarity(query, sources, stored, corrections)
         return Candidates(query, dense_lists, keyword_runs, sources, named_pages)
@@ -120,7 +120,7 @@ class CandidateSearch:
                 sources[cid].similarity = float(np.max(query.vectors @ stored[cid])) + corrections.get(cid, 0.0)
 
 
-def _collect(dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> dict[str, Source]:
+def collect_sources(dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> dict[str, Source]:
     """One Source per chunk, with its best dense rank and similarity and its best keyword rank (from the
     keyword searches that count for the chunk's language)."""
     candidates: dict[str, Source] = {}

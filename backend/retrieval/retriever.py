@@ -2,8 +2,8 @@
 
 Its stages each take one input and give one output, so each can be tested or swapped alone::
 
-    question -> Query (scope, plan, vectors)      retriever._query
-             -> Candidates                        candidates.CandidateSearch.find
+    question -> Query (scope, plan, vectors)      retriever._query, one per knowledge base asked
+             -> Candidates                        candidates.CandidateSearch.find (several: across.merged)
              -> Fused                             fusion.fuse
              -> list[Source] in the mode's order  rerank.ordering.rank
              -> confidence                        confidence.confidence
@@ -18,10 +18,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
+
+import numpy as np
 
 from backend.errors import DocLensError
 from backend.retrieval import hubness
+from backend.retrieval.across import held, merged, picked_documents
 from backend.retrieval.candidates import CandidateSearch, Query
 from backend.retrieval.confidence import confidence
 from backend.retrieval.fusion import fuse, fuse_results
@@ -43,6 +48,9 @@ log = logging.getLogger(__name__)
 MODES = SEARCH_MODES  # the one list lives in backend.types
 Translator = Callable[[str], Optional[str]]
 MAX_TRANSLATIONS = 2048  # questions whose translation is kept
+MAX_PARALLEL_KBS = 8  # knowledge bases of one question searched at a time
+# One pool for the process (a retriever is made again on each settings change); threads start on first use.
+_KB_SEARCHES = ThreadPoolExecutor(MAX_PARALLEL_KBS, thread_name_prefix="doclens-kb-search")
 
 
 class Retriever:
@@ -88,62 +96,102 @@ class Retriever:
 
     def search(
         self,
-        kb: OpenKB,
+        kbs: OpenKB | Sequence[OpenKB],
         question: str,
-        doc: Optional[str] = None,
+        docs: Sequence[str] = (),
         mode: str = "rerank",
         top: Optional[int] = None,
         exclude: Sequence[str] = (),
         said: Optional[str] = None,
     ) -> SearchResult:
-        """Ranked sources. ``doc``: a file name to search only that document; ``exclude``: file names to
+        """Ranked sources from one knowledge base or several (one ranking over them all). ``docs``: file
+        names to search only those documents (``across.picked_documents``); ``exclude``: file names to
         leave out; ``said``: see ``scope.search_scope``."""
-        _check(kb, question, mode)
-        where, scope = search_scope(kb, self.catalogs, question, doc, exclude, said)
-        return self._search(kb.collection, question.strip(), where, mode, top, scope)
+        library = _library(kbs)
+        _check(library, question, mode)
+        parts = _named_first(self._parts(library, question, docs, exclude, said))
+        return self._search(parts, question.strip(), mode, top)
 
     def search_follow_up(
-        self, kb: OpenKB, question: str, rewrite: str, said: str, doc: Optional[str], top: int
+        self, kbs: OpenKB | Sequence[OpenKB], question: str, rewrite: str, said: str, docs: Sequence[str], top: int
     ) -> SearchResult:
         """The question's sources, fused with those of the model's standalone rewrite of it (a follow-up).
         Both look in the same documents (``scope.shared_scope``)."""
         if rewrite.strip() == question.strip():
-            return self.search(kb, question, doc, top=top)
-        _check(kb, question, "rerank")
-        where, scope = search_scope(kb, self.catalogs, question, doc, (), None)
-        _, rewrite_scope = search_scope(kb, self.catalogs, rewrite, doc, (), said)
-        catalog = self.catalogs.get(kb.collection, kb.registry, where.exclude_doc_ids or ())
-        scope, rewrite_scope = shared_scope((question, scope), (rewrite, rewrite_scope), catalog)
-        result = self._search(kb.collection, question.strip(), where, "rerank", top, scope)
+            return self.search(kbs, question, docs, top=top)
+        library = _library(kbs)
+        _check(library, question, "rerank")
+        pairs = []
+        for part, rewrite_part in zip(
+            self._parts(library, question, docs, (), None), self._parts(library, rewrite, docs, (), said)
+        ):
+            catalog = self.catalogs.get(part.kb.collection, part.kb.registry, part.where.exclude_doc_ids or ())
+            scope, rewrite_scope = shared_scope((question, part.scope), (rewrite, rewrite_part.scope), catalog)
+            pairs.append((replace(part, scope=scope), replace(part, scope=rewrite_scope)))
+        kept = _named_first([part for part, _ in pairs])
+        result = self._search(kept, question.strip(), "rerank", top)
         # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
         # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
-        rewritten = self._search(kb.collection, rewrite.strip(), where, "rerank", top, rewrite_scope)
+        rewritten = self._search([r for p, r in pairs if any(p is k for k in kept)], rewrite.strip(), "rerank", top)
         return fuse_results(result, rewritten, top)
 
-    def _search(
-        self, collection: str, asked: str, where: SearchFilter, mode: str, top: Optional[int], scope: Optional[Scope]
-    ) -> SearchResult:
+    def _parts(
+        self, library: list[OpenKB], question: str, docs: Sequence[str], exclude: Sequence[str], said: Optional[str]
+    ) -> list[Part]:
+        """Where each knowledge base is searched; with documents picked, only those that hold one."""
+        picked = picked_documents(library, docs)
+        parts = []
+        for kb in library:
+            if docs and kb.collection not in picked:
+                continue
+            chosen = picked.get(kb.collection, [])
+            where, scope = search_scope(kb, self.catalogs, question, chosen, held(kb, exclude), said)
+            parts.append(Part(kb, where, scope))
+        return parts
+
+    def _search(self, parts: list[Part], asked: str, mode: str, top: Optional[int]) -> SearchResult:
         started = time.perf_counter()
-        query = self._query(collection, asked, where, mode, scope)
-        ranked = rank(fuse(self.candidates.find(query), self.settings.retrieval), self.settings)
+        vectors: dict[tuple[str, ...], np.ndarray] = {}  # one embedding per wording, not per knowledge base
+        queries = [self._query(part, asked, mode, vectors) for part in parts]
+        # The knowledge bases' searches wait on the store, not on Python: side by side, ten cost about one.
+        found = (
+            list(_KB_SEARCHES.map(self.candidates.find, queries))
+            if len(parts) > 1
+            else [self.candidates.find(queries[0])]
+        )
+        for part, candidates in zip(parts, found):
+            for source in candidates.sources.values():
+                source.kb = part.kb.name
+        union = found[0] if len(found) == 1 else merged(found, self.settings.retrieval)
+        ranked = rank(fuse(union, self.settings.retrieval), self.settings)
         result = SearchResult(
             question=asked,
             mode=mode,
             confidence=confidence(ranked),
             sources=ranked[: top or self.settings.retrieval.top_k],
-            queries=query.queries,
-            searched_in=scope.label() if scope else "",
+            queries=union.query.queries,
+            searched_in=_searched_in(parts),
         )
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
 
-    def _query(self, collection: str, asked: str, where: SearchFilter, mode: str, scope: Optional[Scope]) -> Query:
-        """``scope``: the document(s) the question names: searched alone, for the rest of the question."""
+    def _query(self, part: Part, asked: str, mode: str, vectors: dict[tuple[str, ...], np.ndarray]) -> Query:
+        """``part.scope``: the document(s) the question names: searched alone, for the rest of the question."""
+        scope = part.scope
         question = scope.rest if scope and scope.rest else asked
         queries = self._queries(question)
-        vectors = self._embedder().embed_queries(queries)
+        if tuple(queries) not in vectors:
+            vectors[tuple(queries)] = self._embedder().embed_queries(queries)
         return Query(
-            collection, asked, question, queries, plan(question, queries), vectors, narrowed(where, scope), mode, scope
+            part.kb.collection,
+            asked,
+            question,
+            queries,
+            plan(question, queries),
+            vectors[tuple(queries)],
+            narrowed(part.where, scope),
+            mode,
+            scope,
         )
 
     # -- the model's translation of a question ----------------------------------------------------
@@ -172,10 +220,42 @@ class Retriever:
         return translated
 
 
-def _check(kb: OpenKB, question: str, mode: str) -> None:
+@dataclass(frozen=True)
+class Part:
+    """One knowledge base of a question: where it is searched and the document(s) the question names there."""
+
+    kb: OpenKB
+    where: SearchFilter
+    scope: Optional[Scope]
+
+
+def _library(kbs: OpenKB | Sequence[OpenKB]) -> list[OpenKB]:
+    library = [kbs] if not isinstance(kbs, Sequence) else list(kbs)
+    if not library:
+        raise DocLensError("no knowledge base chosen: choose one or more")
+    return library
+
+
+def _named_first(parts: list[Part]) -> list[Part]:
+    """A question that names a document (not one the user chose) searches only the knowledge bases
+    holding it, as it searches only that document."""
+    named = [part for part in parts if part.scope is not None and part.scope.reason != "chosen"]
+    return named or parts
+
+
+def _searched_in(parts: list[Part]) -> str:
+    if len(parts) == 1:
+        return parts[0].scope.label() if parts[0].scope else ""
+    return "; ".join(f"{part.kb.name}: {part.scope.label()}" for part in parts if part.scope)
+
+
+def _check(library: list[OpenKB], question: str, mode: str) -> None:
     if mode not in MODES:
         raise ValueError(f"unknown search mode {mode!r}; use one of {', '.join(MODES)}")
     if not question or not question.strip():
         raise DocLensError("the question is empty")
-    if kb.registry.totals()[0] == 0:
-        raise DocLensError(f"knowledge base '{kb.name}' has no documents yet: upload PDFs first")
+    if all(kb.registry.totals()[0] == 0 for kb in library):
+        if len(library) == 1:
+            raise DocLensError(f"knowledge base '{library[0].name}' has no documents yet: upload PDFs first")
+        names = ", ".join(f"'{kb.name}'" for kb in library)
+        raise DocLensError(f"the knowledge bases {names} have no documents yet: upload PDFs first")

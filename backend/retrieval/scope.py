@@ -285,16 +285,17 @@ def _rest_of_question(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str,
     return rest, pages
 
 
-def scope_for(question: str, catalog: Sequence[CatalogEntry], chosen: Optional[str] = None) -> Optional[Scope]:
-    """The scope of a question: the document(s) it names, or, when the user chose a document (``chosen``,
-    a doc id), that document with the pages the question names. None: search everything as asked."""
-    if chosen is None:
+def scope_for(question: str, catalog: Sequence[CatalogEntry], chosen: Sequence[str] = ()) -> Optional[Scope]:
+    """The scope of a question: the document(s) it names, or, when the user chose documents (``chosen``,
+    doc ids), the one(s) of them it names, else all of them with the pages the question names. None:
+    search everything as asked."""
+    if not chosen:
         return find_scope(question, catalog)
-    entries = [e for e in catalog if e.doc_id == chosen]
+    entries = [e for e in catalog if e.doc_id in chosen]
     scope = find_scope(question, entries)
     if scope is None and entries and page_hints(question):
         rest, pages = _rest_of_question(unicodedata.normalize("NFKC", question), [])
-        scope = Scope([chosen], [entries[0].file], rest, pages, "chosen")
+        scope = Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, "chosen")
     return scope
 
 
@@ -337,17 +338,17 @@ class Catalogs:
 
 
 def search_scope(
-    kb: OpenKB, catalogs: Catalogs, question: str, doc: Optional[str], exclude: Sequence[str], said: Optional[str]
+    kb: OpenKB, catalogs: Catalogs, question: str, docs: Sequence[str], exclude: Sequence[str], said: Optional[str]
 ) -> tuple[SearchFilter, Optional[Scope]]:
-    """Where a search looks: the chosen document, or every complete one but the excluded; and the
-    document(s) the question names. ``said``: for a model's rewrite of the question, what the user wrote
-    (the question and the conversation); the rewrite is limited to a document only when the user named it
-    there too."""
-    include = [kb.find_document(doc).doc_id] if doc else None
+    """Where a search looks: the chosen documents (file names), or every complete one but the excluded;
+    and the document(s) the question names. ``said``: for a model's rewrite of the question, what the
+    user wrote (the question and the conversation); the rewrite is limited to a document only when the
+    user named it there too."""
+    include = list(dict.fromkeys(kb.find_document(doc).doc_id for doc in docs)) or None
     excluded = kb.registry.pending_ids() + [kb.find_document(name).doc_id for name in exclude]
     where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
     catalog = catalogs.get(kb.collection, kb.registry, excluded)
-    scope = scope_for(question, catalog, include[0] if include else None)
+    scope = scope_for(question, catalog, include or ())
     if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
         scope = None  # the model named that document, not the user: it must not narrow the search
     return where, scope

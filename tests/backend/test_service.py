@@ -36,8 +36,8 @@ def test_the_first_question_after_a_start_finds_the_question_path_warm(tmp_path:
         service.prepare_models_in_background().join(timeout=300)
         assert service._retriever is not None
         assert set(service._retriever.hubs._references) == {"zh", "en"}  # questions of both languages embedded
-        runner = getattr(service._embedder, "runner", None)  # OpenVINO (CPUs with VNNI); torch elsewhere
-        if runner is not None:
+        runner = getattr(service._embedder, "runner", None)  # OpenVINO (CPUs with VNNI); ONNX Runtime elsewhere
+        if hasattr(runner, "query_request"):  # OpenVINO's own request for questions (ONNX Runtime has none)
             assert runner.query_request.latency > 0  # the question's kernels were set up
 
 

@@ -50,3 +50,37 @@ def test_the_api_lists_no_temporary_evaluation_kb(doclens_app: RunningApp) -> No
         assert "eval 20261201-101010" not in [k["name"] for k in client.predict(api_name="/list_kbs")]
     finally:
         client.predict("eval 20261201-101010", api_name="/delete_kb")
+
+
+def two_kbs(client, tmp_path, prefix: str) -> tuple[str, str]:
+    """Two knowledge bases of one short PDF each, made through the API."""
+    from gradio_client import handle_file
+
+    from tests.support.text_pdf import write_text_pdf
+
+    names = (f"{prefix}-harbour", f"{prefix}-mountain")
+    for kb, file, sentence in (
+        (names[0], "lighthouse.pdf", "The Verity lighthouse was first lit in 1871 by Ada Quill."),
+        (names[1], "observatory.pdf", "The Sable observatory stands at a height of 3120 metres."),
+    ):
+        client.predict(kb, api_name="/create_kb")
+        pdf = write_text_pdf(tmp_path / file, [[sentence]])
+        assert [r["status"] for r in client.predict(kb, [handle_file(str(pdf))], api_name="/upload")] == ["indexed"]
+    return names
+
+
+def test_ask_and_search_take_a_list_of_kbs(doclens_app: RunningApp, tmp_path) -> None:
+    from gradio_client import Client
+
+    client = Client(doclens_app.url, verbose=False)
+    harbour, mountain = two_kbs(client, tmp_path, "api-list")
+    question = "When was the lighthouse lit and how high is the observatory?"
+    answer = client.predict([harbour, mountain], question, api_name="/ask")
+    assert {(s["kb"], s["file"]) for s in answer["sources"]} == {
+        (harbour, "lighthouse.pdf"),
+        (mountain, "observatory.pdf"),
+    }
+    found = client.predict([harbour, mountain], question, [f"{mountain}/observatory.pdf"], api_name="/search")
+    assert {(s["kb"], s["file"]) for s in found["sources"]} == {(mountain, "observatory.pdf")}
+    single = client.predict(harbour, question, api_name="/search")  # the old single-string form
+    assert {s["kb"] for s in single["sources"]} == {harbour}

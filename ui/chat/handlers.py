@@ -16,6 +16,7 @@ from ui.common import (
     document_files,
     error_text,
     kb_dropdown,
+    kb_names,
     selected_file,
     shows_errors,
     warning_md,
@@ -79,8 +80,19 @@ def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
     }
 
 
-def source_state(sources: list[Source]) -> list[dict[str, Any]]:
-    return [{"file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance} for s in sources]
+def source_state(sources: list[Source], confidence: Optional[float] = None, search: str = "") -> list[dict[str, Any]]:
+    """What the page keeps of an answer's sources; the answer's confidence and a search's question ride
+    along for the export (ui/chat/export.py)."""
+    extra = {"confidence": confidence} if confidence is not None else {}
+    extra.update({"search": search} if search else {})
+    return [
+        {"kb": s.kb, "file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance, **extra} for s in sources
+    ]
+
+
+def kbs_asked(kb: str, also: Optional[list[str]]) -> list[str]:
+    """The knowledge base chosen, then the others the user also asks."""
+    return [kb, *[other for other in dict.fromkeys(also or []) if other != kb]]
 
 
 class ChatHandlers:
@@ -98,6 +110,11 @@ class ChatHandlers:
 
     def refresh_documents(self, kb: Optional[str], doc_filter: Optional[str]) -> Any:
         return doc_filter_dropdown(self.service, kb, doc_filter)
+
+    def also_ask_choices(self, kb: Optional[str], also: Optional[list[str]]) -> Any:
+        """The other knowledge bases a question may also ask (none is asked until the user picks it)."""
+        others = [name for name in kb_names(self.service) if name != kb]
+        return gr.update(choices=others, value=[name for name in also or [] if name in others])
 
     def panel_file(self, kb: Optional[str], doc_filter: Optional[str]) -> Optional[str]:
         """The document the side panel shows: the filter's, or the only document of the knowledge base."""
@@ -144,11 +161,13 @@ class ChatHandlers:
         lock: Optional[dict[str, Any]],
         answer_sources: Optional[list[list[dict[str, Any]]]] = None,
         llm_profile: Optional[LLMSettings] = None,
+        also: Optional[list[str]] = None,
         request: gr.Request = None,
     ) -> Iterator[tuple]:
         """Stream one answer. Outputs: chatbot, question, sources, confidence, chart, lock row, lock
         state, turns, every answer's sources (this one's last), page preview (hidden: the previous answer's
-        page is stale). ``llm_profile``: the session's own model (Settings tab), if any."""
+        page is stale). ``llm_profile``: the session's own model (Settings tab), if any; ``also``: other
+        knowledge bases asked with ``kb`` (one ranking over them all)."""
         lang = lang_of(request)
         question = (question or "").strip()
         skip = gr.skip()
@@ -173,14 +192,15 @@ class ChatHandlers:
             return
         messages.append({"role": "assistant", "content": ""})
         yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
-        answer = yield from self._stream_answer(messages, kb, question, turns, doc_filter, lock, llm_profile, lang)
+        kbs = kbs_asked(kb, also)
+        answer = yield from self._stream_answer(messages, kbs, question, turns, doc_filter, lock, llm_profile, lang)
         if answer is not None:
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
 
     def _stream_answer(
         self,
         messages: list[dict[str, Any]],
-        kb: str,
+        kbs: list[str],
         question: str,
         turns: list[dict[str, str]],
         doc_filter: Optional[str],
@@ -192,12 +212,13 @@ class ChatHandlers:
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
+        file = selected_file(doc_filter)  # a document of the first knowledge base (file names hold no "/")
         try:
             for update in self.service.ask_stream(
-                kb,
+                kbs,
                 question,
                 history=list(turns or []),
-                doc=selected_file(doc_filter),
+                doc=f"{kbs[0]}/{file}" if file and len(kbs) > 1 else file,
                 figure_id=(lock or {}).get("id"),
                 llm_profile=llm_profile,
             ):
@@ -243,7 +264,7 @@ class ChatHandlers:
             gr.update(visible=False),
             None,
             turns,
-            [*answer_sources, source_state(answer.sources)],
+            [*answer_sources, source_state(answer.sources, answer.confidence)],
             gr.skip(),
         )
 
@@ -302,7 +323,7 @@ class ChatHandlers:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]
-        path = self.service.page_image(kb, source["file"], int(source["page"]), highlight=source["text"])
+        path = self.service.page_image(source.get("kb") or kb, source["file"], int(source["page"]), source["text"])
         return gr.update(
             value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}", visible=True
         )

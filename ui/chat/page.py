@@ -9,7 +9,9 @@ import gradio as gr
 
 from backend.service import DocLens
 from ui.chat import panels
+from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
+from ui.chat.search import SearchHandlers, search_button, wire_search
 from ui.common import ALL_DOCUMENTS, all_documents_choice, kb_names
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
@@ -79,6 +81,15 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                     scale=1,
                     min_width=160,
                 )
+                also_ask = gr.Dropdown(
+                    label=label("Also ask", "同时提问"),
+                    choices=[],
+                    value=[],
+                    multiselect=True,
+                    elem_id="kb-also",
+                    scale=1,
+                    min_width=160,
+                )
                 refresh = gr.Button(label("Refresh", "刷新"), elem_id="chat-refresh", scale=0, min_width=90, size="sm")
             chatbot = gr.Chatbot(
                 label=label("Conversation", "对话"),
@@ -102,10 +113,12 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                     submit_btn=False,
                 )
                 send = gr.Button(label("Send", "发送"), variant="primary", elem_id="send", scale=0, min_width=120)
+                search = search_button()  # the passages only, no model (ui/chat/search.py)
                 clear = gr.Button(label("Clear", "清空"), elem_id="clear", scale=0, min_width=120)
                 stop = gr.Button(
                     label("Stop", "停止"), variant="stop", visible=False, elem_id="stop", scale=0, min_width=120
                 )
+            export_button, export_download = build_export()  # ui/chat/export.py
             sources = gr.Dataset(
                 label=label("Sources of the last answer: click one to see its page", "最近回答的来源：点击查看页面"),
                 components=["textbox", "textbox", "textbox", "textbox"],
@@ -128,7 +141,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         confidence, chart, summary, gallery = build_side_panel()
 
     ask_inputs = [question, kb_select, doc_filter, chatbot, turns, figure_lock, last_sources]
-    ask_inputs += [llm_profile] if llm_profile is not None else []  # the session's own model (Settings tab)
+    ask_inputs += [llm_profile if llm_profile is not None else gr.State(None), also_ask]  # the session's own model
     ask_outputs = [
         chatbot,
         question,
@@ -150,6 +163,12 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         )
         answer.then(idle, None, [send, stop], api_name=f"{api_name}_end", queue=False, **UNDOCUMENTED)
         answering.append(answer)
+    search_outputs = [chatbot, question, sources, confidence, chart, last_sources, page_preview]
+    wire_search(
+        search, SearchHandlers(service), [question, kb_select, doc_filter, chatbot, last_sources], search_outputs
+    )
+    fresh = [send.click, question.submit, search.click, clear.click, kb_select.change]
+    wire_export(export_button, export_download, [kb_select, turns, last_sources], fresh)
     stop.click(idle, None, [send, stop], cancels=answering, api_name="chat_stop", queue=False, **UNDOCUMENTED)
     fresh_view = [chatbot, sources, confidence, chart, page_preview, turns, last_sources, lock_row, figure_lock]
     clear.click(handlers.clear, None, fresh_view, api_name="chat_clear", queue=False, **UNDOCUMENTED)
@@ -157,6 +176,14 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     kb_select.change(handlers.clear, None, fresh_view, api_name="chat_kb_changed", queue=False, **UNDOCUMENTED)
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
     kb_select.change(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
+    kb_select.change(
+        handlers.also_ask_choices,
+        [kb_select, also_ask],
+        also_ask,
+        api_name="chat_also_ask",
+        queue=False,
+        **UNDOCUMENTED,
+    )
     sources.click(
         handlers.show_page, [sources, kb_select, last_sources], page_preview, api_name="show_page", **UNDOCUMENTED
     )

@@ -120,8 +120,14 @@ def table_order(relevances: Sequence[float]) -> list[int]:
 
 def source_rows(sources: Sequence[Source]) -> list[list[str]]:
     """Rows for the clickable sources table: number, file, page, relevance (in ``table_order``)."""
-    rows = [[str(i), s.file, str(s.page), f"{s.relevance:.0f}%"] for i, s in enumerate(sources, 1)]
+    rows = [[str(i), source_name(s, sources), str(s.page), f"{s.relevance:.0f}%"] for i, s in enumerate(sources, 1)]
     return [rows[i] for i in table_order([s.relevance for s in sources])]
+
+
+def source_name(source: Source, sources: Sequence[Source]) -> str:
+    """The file, and its knowledge base ("papers: a.pdf") when the sources come from several."""
+    several = len({s.kb for s in sources}) > 1
+    return f"{source.kb}: {source.file}" if several and source.kb else source.file
 
 
 def sources_markdown(sources: Sequence[Source]) -> str:
@@ -130,7 +136,7 @@ def sources_markdown(sources: Sequence[Source]) -> str:
     for index, source in enumerate(sources, 1):
         snippet = " ".join(source.text.split())[:140]
         lines.append(
-            f"{index}. **{md_literal(source.file)}** · p{source.page} · {source.relevance:.0f}%  \n"
+            f"{index}. **{md_literal(source_name(source, sources))}** · p{source.page} · {source.relevance:.0f}%  \n"
             f"   <small>{document_text(snippet)}…</small>"
         )
     return "\n".join(lines)

@@ -10,9 +10,10 @@ from typing import Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
-from ui.cli.output import emit_json, open_service, show_rows, write_json
+from ui.cli.output import CLI_USER, emit_json, open_service, show_rows, write_json
 from ui.cli.questions import add_question_commands
 from ui.cli.sync import add_sync_command
+from ui.cli.trash import add_trash_command, moved_line
 
 log = logging.getLogger(__name__)
 COMMANDS = {
@@ -22,6 +23,7 @@ COMMANDS = {
     "sync",
     "docs",
     "rm",
+    "trash",
     "figures",
     "bench-ingest",
     "migrate",
@@ -29,6 +31,7 @@ COMMANDS = {
     "bench-start",
     "bench-embed",
     "bench-layout",
+    "bench-formulas",
     "bench-corpus",
     "search",
     "ask",
@@ -145,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_document_commands(sub, common)
     _add_bench_commands(sub, common)
     add_sync_command(sub, common)
+    add_trash_command(sub, common)
     add_question_commands(sub, common)
     return parser
 
@@ -163,7 +167,7 @@ def _add_kb_commands(sub, common) -> None:
     p.add_argument("old")
     p.add_argument("new")
     p.set_defaults(handler=cmd_kb_rename)
-    p = kb_sub.add_parser("delete", parents=[common], help="delete a knowledge base and all its files")
+    p = kb_sub.add_parser("delete", parents=[common], help="move a knowledge base to the trash (see `trash`)")
     p.add_argument("name")
     p.add_argument("--yes", action="store_true", help="confirm the deletion")
     p.set_defaults(handler=cmd_kb_delete)
@@ -179,7 +183,7 @@ def _add_document_commands(sub, common) -> None:
     p.add_argument("--kb", required=True)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_docs)
-    p = sub.add_parser("rm", parents=[common], help="delete one document and its figures")
+    p = sub.add_parser("rm", parents=[common], help="move one document to the trash (see `trash`)")
     p.add_argument("--kb", required=True)
     p.add_argument("file")
     p.set_defaults(handler=cmd_rm)
@@ -214,6 +218,7 @@ def _add_bench_commands(sub, common) -> None:
     )
     p.add_argument("--chunks", default="1000,10000,100000", help="comma-separated knowledge base sizes")
     p.add_argument("--server", action="store_true", help="through a `milvus-lite server` process on 127.0.0.1")
+    p.add_argument("--kbs", type=int, default=1, help="also the same chunks in N knowledge bases, asked together")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_search)
     p = sub.add_parser("bench-start", parents=[common], help="app start to the page and the first answer")
@@ -228,6 +233,7 @@ def _add_bench_commands(sub, common) -> None:
     p.add_argument("--files", type=int, default=20, help="native documents read per set")
     p.add_argument("--questions", type=int, default=100, help="questions ranked per set")
     p.add_argument("--runtimes", default="float32,openvino-int8,onnxruntime-int8", help="comma-separated")
+    p.add_argument("--reference", default="float32", help="the runtime cosines are taken to")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     p.set_defaults(handler=cmd_bench_embed)
     p = sub.add_parser("bench-layout", parents=[common], help="reading order on generated 2- and 3-column pages")
@@ -235,6 +241,11 @@ def _add_bench_commands(sub, common) -> None:
     p.add_argument("--zh", metavar="DIR", type=Path, help="Chinese PDFs whose text the pages are laid out from")
     p.add_argument("--native-only", action="store_true", help="skip the scanned copies (OCR)")
     p.set_defaults(handler=cmd_bench_layout)
+    p = sub.add_parser("bench-formulas", parents=[common], help="formulas as LaTeX from generated pages, per kind")
+    p.add_argument("--kinds", default="text,drawn,scanned", help="comma-separated: text, drawn, scanned")
+    p.add_argument("--langs", default="en,zh", help="comma-separated context languages")
+    p.add_argument("--show", action="store_true", help="also print each formula as stored")
+    p.set_defaults(handler=cmd_bench_formulas)
     p = sub.add_parser(
         "bench-corpus", parents=[common], help="ingest PDFs: count indexed, named and unexpected failures"
     )
@@ -276,7 +287,7 @@ def cmd_kb_create(args, settings: Settings) -> int:
 
 def cmd_kb_rename(args, settings: Settings) -> int:
     with open_service(settings) as service:
-        kb = service.rename_kb(args.old, args.new)
+        kb = service.rename_kb(args.old, args.new, who=CLI_USER)
     print(f"renamed knowledge base '{args.old.strip()}' to '{kb.name}'")
     return 0
 
@@ -287,8 +298,9 @@ def cmd_kb_delete(args, settings: Settings) -> int:
             f"deleting knowledge base '{args.name.strip()}' removes all its documents: add --yes to confirm"
         )
     with open_service(settings) as service:
-        service.delete_kb(args.name)
-    print(f"deleted knowledge base '{args.name.strip()}'")
+        entry = service.delete_kb(args.name, who=CLI_USER)
+    assert entry is not None
+    print(f"deleted knowledge base '{entry.kb}'; " + moved_line(entry, "it"))
     return 0
 
 
@@ -315,8 +327,8 @@ def cmd_docs(args, settings: Settings) -> int:
 
 def cmd_rm(args, settings: Settings) -> int:
     with open_service(settings) as service:
-        doc = service.delete_document(args.kb, args.file)
-    print(f"deleted {doc.file} from '{args.kb.strip()}'")
+        entry = service.delete_document(args.kb, args.file, who=CLI_USER)
+    print(f"deleted {entry.file} from '{entry.kb}'; " + moved_line(entry, "it"))
     return 0
 
 
@@ -356,7 +368,15 @@ def cmd_bench_search(args, settings: Settings) -> int:
     from backend.quality.bench_search import run, table
 
     sets = [Path(p) for p in args.docs]
-    report = run(settings, [int(c) for c in args.chunks.split(",")], sets, server=args.server)
+    sizes = [int(c) for c in args.chunks.split(",")]
+    if args.kbs > 1:
+        from backend.quality import bench_search_kbs
+
+        report = bench_search_kbs.run_kbs(settings, sizes, args.kbs, sets)
+        print(bench_search_kbs.table(report))
+        write_json(args.json, report)
+        return 0
+    report = run(settings, sizes, sets, server=args.server)
     print(table(report))
     write_json(args.json, report)
     return 0
@@ -375,7 +395,7 @@ def cmd_bench_embed(args, settings: Settings) -> int:
     from backend.quality.bench_embed import format_report, run
 
     runtimes = [name.strip() for name in args.runtimes.split(",") if name.strip()]
-    report = run(settings, [Path(p) for p in args.docs], args.files, args.questions, runtimes)
+    report = run(settings, [Path(p) for p in args.docs], args.files, args.questions, runtimes, args.reference)
     print(format_report(report))
     write_json(args.json, report)
     return 0
@@ -388,6 +408,14 @@ def cmd_bench_layout(args, settings: Settings) -> int:
     if not docs:
         raise DocLensError("bench-layout needs --en DIR and/or --zh DIR: PDFs whose text it lays out")
     print(format_report(run_layout_bench(settings, docs, scanned=not args.native_only)))
+    return 0
+
+
+def cmd_bench_formulas(args, settings: Settings) -> int:
+    from backend.quality.bench_formulas import format_formula_report, run_formula_bench
+
+    report = run_formula_bench(settings, langs=args.langs.split(","), kinds=args.kinds.split(","))
+    print(format_formula_report(report, show=args.show))
     return 0
 
 

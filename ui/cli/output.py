@@ -8,6 +8,8 @@ from typing import Any, Optional
 
 from backend.settings import Settings
 
+CLI_USER = "cli"  # who the audit log names for the command line
+
 
 def open_service(settings: Settings):
     from backend.service import DocLens

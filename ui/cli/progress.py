@@ -49,7 +49,9 @@ class TerminalProgress:
         if stage and event.total:
             label += f" {stage} {event.current}/{event.total}"
         self._bar.set_description_str(label, refresh=False)
-        self._bar.n = int(event.fraction * 1000)
+        # Small files are embedded together, after the next ones were parsed: an upload's bar never goes back.
+        now = int(event.fraction * 1000)
+        self._bar.n = now if event.stage == "search" else max(self._bar.n, now)
         self._bar.refresh()
 
 

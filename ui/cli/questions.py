@@ -12,17 +12,15 @@ from ui.cli.output import emit_json, open_service, write_json
 
 def add_question_commands(sub, common) -> None:
     p = sub.add_parser("search", parents=[common], help="ranked sources for a question (no LLM)")
-    p.add_argument("--kb", required=True)
+    _add_scope(p)
     p.add_argument("question")
-    p.add_argument("--doc", metavar="FILE")
     p.add_argument("--mode", choices=SEARCH_MODES, default=SearchMode.RERANK.value)
     p.add_argument("--top", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_search)
-    p = sub.add_parser("ask", parents=[common], help="answer a question from a knowledge base")
-    p.add_argument("--kb", required=True)
+    p = sub.add_parser("ask", parents=[common], help="answer a question from knowledge bases")
+    _add_scope(p)
     p.add_argument("question")
-    p.add_argument("--doc", metavar="FILE")
     p.add_argument("--figure", metavar="FIGURE_ID")
     p.add_argument("--json", action="store_true")
     p.set_defaults(handler=cmd_ask)
@@ -34,7 +32,8 @@ def add_question_commands(sub, common) -> None:
     p = sub.add_parser("eval", parents=[common], help="retrieval metrics on a qa.jsonl set")
     p.add_argument("--qa", required=True, metavar="FILE.jsonl")
     p.add_argument("--docs", required=True, metavar="DIR")
-    p.add_argument("--kb", help="use this knowledge base instead of a temporary one")
+    p.add_argument("--kb", help="use this knowledge base (or several: a,b) instead of a temporary one")
+    p.add_argument("--kbs", type=int, default=1, help="split the temporary library into N knowledge bases")
     p.add_argument("--modes", default=",".join(SEARCH_MODES))
     p.add_argument("--limit", type=int, default=0, help="a fixed-seed sample of N questions")
     p.add_argument("--json", metavar="OUT")
@@ -72,9 +71,31 @@ def add_question_commands(sub, common) -> None:
     p.set_defaults(handler=cmd_selftest)
 
 
+def _add_scope(p) -> None:
+    """Which knowledge bases and documents a question searches."""
+    kbs = p.add_mutually_exclusive_group(required=True)
+    kbs.add_argument("--kb", help="a knowledge base, or several separated by commas (a,b)")
+    kbs.add_argument("--all-kbs", action="store_true", help="every knowledge base")
+    p.add_argument(
+        "--doc", metavar="FILE", action="append", help="only this document (repeat for several; KB/FILE names its KB)"
+    )
+
+
+def kbs_asked(args, service) -> list[str]:
+    """``--all-kbs``, or ``--kb``: one name (a name holding a comma is taken whole when it exists) or a,b."""
+    names = [kb.name for kb in service.list_kbs()]
+    if args.all_kbs:
+        from ui.common import is_temporary_kb  # gradio: only here
+
+        return [name for name in names if not is_temporary_kb(name)]
+    if args.kb.strip() in names:
+        return [args.kb.strip()]
+    return [name.strip() for name in args.kb.split(",") if name.strip()]
+
+
 def cmd_search(args, settings: Settings) -> int:
     with open_service(settings) as service:
-        result = service.search(args.kb, args.question, doc=args.doc, mode=args.mode, top=args.top)
+        result = service.search(kbs_asked(args, service), args.question, doc=args.doc, mode=args.mode, top=args.top)
     if args.json:
         emit_json(result.to_dict())
         return 0
@@ -83,18 +104,18 @@ def cmd_search(args, settings: Settings) -> int:
         print(f"searched in: {result.searched_in}")
     for i, s in enumerate(result.sources, 1):
         snippet = " ".join(s.text.split())[:160]
-        print(f"[{i}] {s.relevance:5.1f}  {s.file} p{s.page}  {snippet}")
+        print(f"[{i}] {s.relevance:5.1f}  {s.kb}: {s.file} p{s.page}  {snippet}")
     return 0
 
 
 def cmd_ask(args, settings: Settings) -> int:
     with open_service(settings) as service:
+        kbs = kbs_asked(args, service)
         if args.json:
-            answer = service.ask(args.kb, args.question, doc=args.doc, figure_id=args.figure)
-            emit_json(answer.to_dict())
+            emit_json(service.ask(kbs, args.question, doc=args.doc, figure_id=args.figure).to_dict())
             return 0
         answer, streamed = None, ""
-        for update in service.ask_stream(args.kb, args.question, doc=args.doc, figure_id=args.figure):
+        for update in service.ask_stream(kbs, args.question, doc=args.doc, figure_id=args.figure):
             if update.done:
                 answer = update.answer
             else:
@@ -111,7 +132,7 @@ def cmd_ask(args, settings: Settings) -> int:
         if answer.searched_in:
             print(f"searched in: {answer.searched_in}")
         for i, s in enumerate(answer.sources, 1):
-            print(f"[{i}] {s.file} p{s.page}  relevance {s.relevance:.0f}%")
+            print(f"[{i}] {s.kb}: {s.file} p{s.page}  relevance {s.relevance:.0f}%")
     return 0
 
 
@@ -131,7 +152,8 @@ def cmd_eval(args, settings: Settings) -> int:
             service,
             Path(args.qa),
             Path(args.docs),
-            kb_name=args.kb,
+            kb_name=args.kb.split(",") if args.kb else None,
+            kbs=args.kbs,
             modes=modes,
             limit=args.limit,
             progress=progress,

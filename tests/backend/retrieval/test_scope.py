@@ -99,9 +99,9 @@ def test_page_hints():
 
 
 def test_a_chosen_document_takes_the_pages_the_question_names():
-    scope = scope_for("What does page 4 say about the bound?", CATALOG, chosen="d0")
+    scope = scope_for("What does page 4 say about the bound?", CATALOG, chosen=["d0"])
     assert scope.files == [JETS] and scope.pages == [4] and scope.rest == "What does say about the bound?"
-    assert scope_for("What is the bound?", CATALOG, chosen="d0") is None
+    assert scope_for("What is the bound?", CATALOG, chosen=["d0"]) is None
 
 
 def test_reference_chunks_are_demoted_unless_references_are_asked_for():
