@@ -82,6 +82,9 @@ def preparation_step(lang: str, step: str) -> str:
         "onnxruntime:export": text(lang, "exporting it to ONNX", "导出为 ONNX 模型"),
         "onnxruntime:fuse": text(lang, "fusing its attention layers", "融合注意力层"),
         "onnxruntime:quantize": text(lang, "quantizing it to int8", "量化为 int8"),
+        "q4:read": text(lang, "reading the bundled 4-bit weights", "读取内置的 4 位权重"),
+        "q4:tokenizer": text(lang, "writing the tokenizer", "写出分词器"),
+        "q4:write": text(lang, "writing the 4-bit ONNX model", "写出 4 位 ONNX 模型"),
     }
     return steps.get(step, text(lang, "loading the model", "加载模型"))
 

@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is called "*")
 # Temporary knowledge bases the evaluation makes and deletes again: never offered to other sessions.
-_TEMPORARY_KB = re.compile(r"^(eval|bench) \d{8}-\d{6}$")
+_TEMPORARY_KB = re.compile(r"^(eval|bench) \d{8}-\d{6}( \d+)?$")  # " 2": one of a split library
 
 
 def error_text(exc: BaseException, action: str, lang: str = "en") -> str:
@@ -70,6 +70,11 @@ def _zh_action(action: str) -> str:
     from ui.i18n.messages import ACTIONS_ZH
 
     return ACTIONS_ZH.get(action, action)
+
+
+def actor(request: Optional[gr.Request]) -> str:
+    """Who the audit log names: the login when the app has logins, else "local" (one user, everything)."""
+    return (getattr(request, "username", None) if request is not None else None) or "local"
 
 
 def warning_md(message: str) -> str:

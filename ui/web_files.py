@@ -13,6 +13,8 @@ is left is deleted when the server stops.
 Download: the app passes no ``allowed_paths`` to Gradio, so nothing under the data folder is served
 directly. Each image the page shows (a figure, a page preview) is linked into this server's folder
 ``doclens-shown/<id>/`` inside Gradio's upload folder under an unguessable name; only that copy is served.
+A document's original is offered the same way, under its file name inside a folder of an unguessable name,
+and only a PDF the knowledge base stored (the documents table finds it on the server, from the row drawn).
 """
 
 from __future__ import annotations
@@ -268,16 +270,37 @@ class ShownFiles:
         """The path to hand to Gradio for ``path``: a link (or copy) inside the served folder; None if
         the file is gone."""
         source = Path(str(path))
+        token = self._token(source)
+        return None if token is None else self._link(source, self.folder / (token + source.suffix.lower()))
+
+    def offer(self, path: Any, name: str) -> Optional[str]:
+        """The path to hand to a download for ``path``, named ``name`` (its last part only); None if the
+        file is gone."""
+        source = Path(str(path))
+        token = self._token(source)
+        safe = Path(str(name).replace("\\", "/")).name.strip() or source.name
+        return None if token is None else self._link(source, self.folder / token / safe)
+
+    def offer_text(self, name: str, content: str) -> str:
+        """Text made for a download (an exported conversation), named ``name``, in a folder of its own."""
+        target = self.folder / secrets.token_hex(20) / Path(name).name
+        target.parent.mkdir(parents=True)
+        target.write_text(content, encoding="utf-8")
+        return str(target)
+
+    def _token(self, source: Path) -> Optional[str]:
+        """A name nobody can derive from the data-folder path, new when the file changes; None if it is gone."""
         try:
             stat = source.stat()
         except OSError:
             return None
         key = f"{os.path.realpath(source)}|{stat.st_size}|{stat.st_mtime_ns}".encode()
-        name = hmac.new(self._salt, key, hashlib.sha256).hexdigest()[:40] + source.suffix.lower()
-        target = self.folder / name
+        return hmac.new(self._salt, key, hashlib.sha256).hexdigest()[:40]
+
+    def _link(self, source: Path, target: Path) -> str:
         with self._lock:
             if not target.exists():
-                self.folder.mkdir(parents=True, exist_ok=True)
+                target.parent.mkdir(parents=True, exist_ok=True)
                 _link_or_copy(source, target)
         return str(target)
 

@@ -27,6 +27,7 @@ from tests.ui.handler_support import EMPTY_KB, KB, PHYSICS, model_env
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_PDF = SAMPLES / "物理公式示例文档.pdf"
+FIGURE_PDF = SAMPLES / "商业分析示例文档.pdf"  # a bar chart on page 1
 ARTIFACTS = REPO_ROOT / "test-artifacts" / "ui"
 START_TIMEOUT = 180  # seconds: importing gradio alone takes ~10 s on a busy 2-core machine
 

@@ -46,7 +46,7 @@ def kb_tab_upload(web: Web, kb: str, files: list[dict]) -> str:
     status, _table, _timer, _files, browser = outputs(web.queue("kb_upload", kb, files, None))
     assert status and "⚠" not in status and "warn" not in status, status
     for _ in range(120):
-        status, _table, _picker, timer = outputs(web.queue("kb_upload_poll", kb, browser))
+        status, _table, _picker, timer, _cancel_row, _cancel_pick = outputs(web.queue("kb_upload_poll", kb, browser))
         if isinstance(timer, dict) and timer.get("active") is False:
             return status
         time.sleep(0.5)

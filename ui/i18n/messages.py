@@ -74,6 +74,19 @@ _ERRORS_ZH: list[tuple[re.Pattern[str], str]] = [
             r"^Connected to (?P<a>\S+): (?P<kind>model|vision model) (?P<m>.*) answered in (?P<t>\d+) ms\.$",
             "已连接 {a}：{kind} {m} 在 {t} 毫秒内应答。",
         ),
+        (
+            r"^cannot restore '(?P<a>.*)' from the trash as '(?P<c>.*)': knowledge base '(?P<b>.*)' already exists.*$",
+            "无法将“{a}”从回收站恢复为“{c}”：知识库“{b}”已存在；请换一个名称",
+        ),
+        (
+            r"^cannot restore '(?P<a>.*)' into '(?P<b>.*)': a document of that name is there now; delete that one first$",
+            "无法将“{a}”恢复到“{b}”：那里已有同名文档；请先删除它",
+        ),
+        (r"^'(?P<a>.*)' is not in the trash \(`trash list` shows what is\)$", "“{a}”不在回收站中"),
+        (
+            r"^document '(?P<a>.*)' is still being added to '(?P<b>.*)'; delete it once indexed$",
+            "文档“{a}”仍在添加到“{b}”；请在索引完成后再删除",
+        ),
         (r"^QA file not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到问答文件：{a}"),
         (r"^PDF folder not found in the bench folder: (?P<a>.*)$", "评测文件夹中找不到 PDF 文件夹：{a}"),
     ]
@@ -140,6 +153,10 @@ ACTIONS_ZH = {
     "list figures": "列出图表",
     "apply the settings": "应用设置",
     "test the connection": "测试连接",
+    "restore from the trash": "从回收站恢复",
+    "empty the trash": "清空回收站",
+    "list the trash": "列出回收站",
+    "search the documents": "检索文档",
 }
 
 

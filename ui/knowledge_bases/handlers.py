@@ -13,11 +13,12 @@ import gradio as gr
 from backend.errors import DocLensError
 from backend.service import DocLens
 from backend.types import SEARCH_MODES, ProgressEvent
-from ui.common import document_files, error_text, kb_dropdown, shows_errors, warning_md
+from ui.common import actor, document_files, error_text, kb_dropdown, shows_errors, warning_md
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
+from ui.knowledge_bases.documents_table import DocumentsTable
 from ui.knowledge_bases.upload_jobs import UploadJob, UploadJobs
-from ui.knowledge_bases.view import dict_markdown, doc_headers, document_status, job_progress_html, results_markdown
+from ui.knowledge_bases.view import dict_markdown, doc_headers, job_progress_html, results_markdown
 from ui.latex import md_literal
 from ui.web_files import ReceivedUploads, UploadRefused
 
@@ -75,6 +76,7 @@ class KBHandlers:
         self.service = service
         self.uploads = uploads or ReceivedUploads()  # without the running Blocks nothing counts as received
         self.jobs = jobs or UploadJobs(self._ingest_received)
+        self.table = DocumentsTable(service, self.jobs)
 
     def _ingest_received(self, kb: str, paths: list[Path], **options: Any) -> list:
         """The job's work: index, then delete the upload's copies (indexed or refused, they are used)."""
@@ -82,6 +84,10 @@ class KBHandlers:
             return self.service.ingest(kb, paths, **options)
         finally:
             self.uploads.discard(paths)
+
+    @property
+    def retention_days(self) -> float:
+        return self.service.settings.trash.retention_days
 
     @property
     def model_preparing(self) -> bool:
@@ -120,7 +126,7 @@ class KBHandlers:
         lang = lang_of(request)
         if not current:
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip()
-        kb = self.service.rename_kb(current, new_name or "")
+        kb = self.service.rename_kb(current, new_name or "", who=actor(request))
         return (
             f"{icon('ok')} {text(lang, 'Renamed', '已重命名')} **{md_literal(current)}** → **{md_literal(kb.name)}**",
             *self.refresh(kb.name, request),
@@ -137,9 +143,9 @@ class KBHandlers:
             warning_md(
                 text(
                     lang,
-                    "Delete **{name}** and all its documents? This cannot be undone.",
-                    "删除 **{name}** 及其全部文档？此操作无法撤销。",
-                ).format(name=md_literal(current))
+                    "Delete **{name}** and all its documents? They stay in the trash for {days:g} days.",
+                    "删除 **{name}** 及其全部文档？它们会在回收站中保留 {days:g} 天。",
+                ).format(name=md_literal(current), days=self.retention_days)
             ),
             current,
         )
@@ -153,9 +159,10 @@ class KBHandlers:
         lang = lang_of(request)
         if not pending:
             return warning_md(choose_kb_first(lang)), hidden(), gr.skip(), gr.skip(), None
-        self.service.delete_kb(pending)
+        self.service.delete_kb(pending, who=actor(request))
         return (
-            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}**",
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(pending)}** "
+            + text(lang, "(restore it from the trash below)", "（可在下方回收站中恢复）"),
             hidden(),
             *self.refresh(None, request),
             None,
@@ -165,14 +172,7 @@ class KBHandlers:
 
     @shows_errors("list documents", outputs=lambda line, kb, request, **_: _no_documents(kb, line, request))
     def documents_table(self, kb: Optional[str], request: gr.Request = None) -> Any:
-        lang = lang_of(request)
-        rows = []
-        if kb:
-            running = self.jobs.running_in(kb)
-            for d in self.service.documents(kb):
-                event = next((job.file_progress(d.file) for job in running if job.file_progress(d.file)), None)
-                rows.append([d.file, d.pages, d.chunks, d.figures, document_status(d, lang, event)])
-        return gr.update(value=rows, headers=doc_headers(lang))
+        return self.table.render(kb, request)  # the session's page of it (ui/knowledge_bases/documents_table.py)
 
     def file_choices(self, kb: Optional[str]) -> Any:
         """No document is picked for the user: deleting must be a choice, not the default."""
@@ -189,9 +189,9 @@ class KBHandlers:
             warning_md(
                 text(
                     lang,
-                    "Delete **{file}** from **{kb}**? This cannot be undone.",
-                    "从 **{kb}** 删除 **{file}**？此操作无法撤销。",
-                ).format(file=md_literal(file), kb=md_literal(kb))
+                    "Delete **{file}** from **{kb}**? It stays in the trash for {days:g} days.",
+                    "从 **{kb}** 删除 **{file}**？它会在回收站中保留 {days:g} 天。",
+                ).format(file=md_literal(file), kb=md_literal(kb), days=self.retention_days)
             ),
             {"kb": kb, "file": file},
             gr.skip(),
@@ -212,9 +212,10 @@ class KBHandlers:
                 None,
             )
         kb = pending["kb"]
-        doc = self.service.delete_document(kb, pending["file"])
+        doc = self.service.delete_document(kb, pending["file"], who=actor(request))
         return (
-            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}**",
+            f"{icon('deleted')} {text(lang, 'Deleted', '已删除')} **{md_literal(doc.file)}** "
+            + text(lang, "(restore it from the trash below)", "（可在下方回收站中恢复）"),
             hidden(),
             self.documents_table(kb, request),
             self.file_choices(kb),
@@ -262,35 +263,52 @@ class KBHandlers:
             return warning_md(upload_runs_already(lang)), gr.skip(), gr.skip(), None, browser
         return job_progress_html(job, lang, self.model_preparing), gr.skip(), gr.update(active=True), None, browser
 
+    @staticmethod
+    def cancel_picker(job: Optional[UploadJob], only_changes: bool = False) -> tuple[Any, Any]:
+        """Its row and its choices: the files of the running upload that can be cancelled one by one (hidden
+        without one). A poll sends them only when they changed, so a user choosing is not interrupted."""
+        listed = job.cancellable() if job is not None else []
+        if only_changes and job is not None and job.listed_cancellable == listed:
+            return gr.skip(), gr.skip()
+        if job is not None:
+            job.listed_cancellable = listed
+        return gr.update(visible=bool(listed)), gr.update(choices=listed, value=None)
+
     def poll(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Each timer tick: the job's progress, or its results once it is done. Outputs: ingest status,
-        documents table, file picker, timer."""
+        documents table, file picker, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
         job = self.jobs.get(user_key(request, browser), kb)
         if job is None:
-            return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False)
+            return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False), *self.cancel_picker(None)
         if job.running:
             return (
                 job_progress_html(job, lang, self.model_preparing),
                 self.documents_table(kb, request),
                 gr.skip(),
                 gr.skip(),
+                *self.cancel_picker(job, only_changes=True),
             )
         return (
             self.job_result(job, lang),
             self.documents_table(kb, request),
             self.file_choices(kb),
             gr.update(active=False),
+            *self.cancel_picker(None),
         )
 
     def attach(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
-        say that someone else's runs there. Outputs: ingest status, timer."""
+        say that someone else's runs there. Outputs: ingest status, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
         job = self.jobs.get(user_key(request, browser), kb)
         if job is None or not job.running:
-            return (another_upload_runs(lang) if self.jobs.running_in(kb) else ""), gr.update(active=False)
-        return job_progress_html(job, lang, self.model_preparing), gr.update(active=True)
+            return (
+                (another_upload_runs(lang) if self.jobs.running_in(kb) else ""),
+                gr.update(active=False),
+                *self.cancel_picker(None),
+            )
+        return job_progress_html(job, lang, self.model_preparing), gr.update(active=True), *self.cancel_picker(job)
 
     @staticmethod
     def job_result(job: UploadJob, lang: str) -> str:
@@ -309,6 +327,23 @@ class KBHandlers:
         if self.jobs.running_in(kb):
             return another_upload_runs(lang)
         return text(lang, "No upload is running.", "没有正在进行的上传。")
+
+    def cancel_file(
+        self, kb: Optional[str], place: Optional[int], browser: Optional[str] = None, request: gr.Request = None
+    ) -> tuple:
+        """Cancel the picked file of this browser's running upload; the others go on. Outputs: ingest
+        status, the per-file cancel row and picker."""
+        lang = lang_of(request)
+        owner = user_key(request, browser)
+        job = self.jobs.get(owner, kb)
+        if job is None or not job.running:
+            return text(lang, "No upload is running.", "没有正在进行的上传。"), *self.cancel_picker(None)
+        if place is None or not self.jobs.cancel_file(owner, kb, int(place)):
+            choose = text(lang, "Choose a file of the running upload first.", "请先选择正在上传的文件。")
+            return warning_md(choose), *self.cancel_picker(job)
+        name = job.files[int(place)].name
+        line = text(lang, "Cancelling {file}; the other files go on.", "正在取消 {file}；其他文件继续。")
+        return f"{icon('stop')} " + line.format(file=md_literal(name)), *self.cancel_picker(job)
 
     # -- quality checks -------------------------------------------------------------------------
 

@@ -10,8 +10,9 @@ import gradio as gr
 from backend.service import DocLens
 from ui.common import kb_names, pick
 from ui.i18n.strings import label
+from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
-from ui.knowledge_bases.view import doc_headers
+from ui.knowledge_bases.trash import TrashHandlers, trash_headers
 
 UNDOCUMENTED = {"api_visibility": "undocumented"}
 
@@ -26,6 +27,7 @@ class KBTab:
     ingest_status: gr.Markdown
     poll: gr.Timer
     browser: gr.BrowserState  # this browser's id: whose uploads it may follow and cancel
+    cancel_one: list  # the row and the picker to cancel one file of the running upload
 
     def follow(self, event: Any, source: gr.Dropdown, name: str) -> Any:
         """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists."""
@@ -41,7 +43,7 @@ class KBTab:
             .then(
                 self.handlers.attach,
                 [self.kb_active, self.browser],
-                [self.ingest_status, self.poll],
+                [self.ingest_status, self.poll, *self.cancel_one],
                 api_name=f"{name}_attach",
                 **UNDOCUMENTED,
             )
@@ -98,12 +100,23 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         with gr.Row():
             start = gr.Button(label("Upload and index", "上传并索引"), variant="primary", elem_id="upload-start")
             cancel = gr.Button(label("Cancel", "取消"), variant="secondary", elem_id="upload-cancel")
+        with gr.Row(visible=False, elem_id="upload-cancel-one") as cancel_row:
+            cancel_pick = gr.Dropdown(
+                label=label("Cancel one file (the others go on)", "取消单个文件（其他文件继续）"),
+                choices=[],
+                value=None,
+                elem_id="upload-cancel-pick",
+                scale=3,
+                min_width=200,
+            )
+            cancel_file = gr.Button(label("Cancel this file", "取消此文件"), elem_id="upload-cancel-file", scale=1)
     ingest_status = gr.Markdown("", elem_id="ingest-status", min_height=80)
     poll = gr.Timer(POLL_SECONDS, active=False)
     # Without a login an upload belongs to the browser that started it (ui/knowledge_bases/handlers.py user_key)
     browser = gr.BrowserState(None, storage_key="doclens-browser-id")
 
     docs_table, doc_pick, doc_deleted = build_documents(handlers, kb_active, kb_status)
+    restored, show_trash = build_trash(TrashHandlers(handlers), kb_active, docs_table)
     build_quality_checks(handlers, kb_active)
 
     created = create.click(
@@ -148,6 +161,8 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     refreshed = refresh.click(
         handlers.refresh, kb_active, [kb_active, docs_table], api_name="kb_refresh", **UNDOCUMENTED
     )
+    for event, name in ((deleted, "deleted"), (doc_deleted, "doc_deleted"), (refreshed, "refreshed")):
+        show_trash(event, name)
     for closer, name in ((kb_keep.click, "kb_delete_keep"), (kb_active.change, "kb_delete_close")):
         closer(
             handlers.close_confirmation, None, [kb_confirm_row, kb_pending], api_name=name, queue=False, **UNDOCUMENTED
@@ -164,7 +179,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     poll.tick(
         handlers.poll,
         [kb_active, browser],
-        [ingest_status, docs_table, doc_pick, poll],
+        [ingest_status, docs_table, doc_pick, poll, cancel_row, cancel_pick],
         api_name="kb_upload_poll",
         show_progress="hidden",
         **UNDOCUMENTED,
@@ -177,17 +192,26 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         queue=False,
         **UNDOCUMENTED,
     )
+    cancel_file.click(
+        handlers.cancel_file,
+        [kb_active, cancel_pick, browser],
+        [ingest_status, cancel_row, cancel_pick],
+        api_name="kb_upload_cancel_file",
+        queue=False,
+        **UNDOCUMENTED,
+    )
     # Not the poll ticks: the Chat tab refreshes its lists when it is shown (a tick a second would reload
     # its gallery and summary all through an upload).
     tab = KBTab(
         kb_active,
-        [created, renamed, deleted, switched, refreshed, doc_deleted],
+        [created, renamed, deleted, switched, refreshed, doc_deleted, restored],
         handlers,
         docs_table,
         doc_pick,
         ingest_status,
         poll,
         browser,
+        [cancel_row, cancel_pick],
     )
     for event, name in (
         (created, "created"),
@@ -195,9 +219,14 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         (deleted, "deleted"),
         (switched, "switched"),
         (refreshed, "refreshed"),
+        (restored, "restored"),
     ):
         event.then(handlers.file_choices, kb_active, doc_pick, api_name=f"kb_{name}_files", **UNDOCUMENTED).then(
-            handlers.attach, [kb_active, browser], [ingest_status, poll], api_name=f"kb_{name}_attach", **UNDOCUMENTED
+            handlers.attach,
+            [kb_active, browser],
+            [ingest_status, poll, cancel_row, cancel_pick],
+            api_name=f"kb_{name}_attach",
+            **UNDOCUMENTED,
         )
     return tab
 
@@ -214,15 +243,8 @@ def mode_label(mode: str) -> Any:
 def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown) -> tuple:
     """The documents table and deleting one file (picked, then confirmed by name). Returns the table,
     the file picker and the deletion event."""
-    docs_table = gr.Dataframe(
-        headers=doc_headers("en"),
-        value=[],
-        interactive=False,
-        elem_id="docs-table",
-        label=label("Documents", "文档"),
-        wrap=True,
-        max_height=320,
-    )
+    table_parts = build_documents_table(handlers.table, kb_active, kb_status)
+    docs_table = table_parts.table
     with gr.Row(elem_classes="dl-kb-row"):
         doc_pick = gr.Dropdown(
             label=label("Document", "文档"),
@@ -239,6 +261,7 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
     confirm_row, confirm_text, confirm, keep = confirmation_row(
         "doc-delete-confirmation", label("Yes, delete the file", "确认删除文件"), label("Keep it", "保留")
     )
+    offer_on_select(table_parts, handlers.table, doc_pick)
     pending = gr.State(None)
     doc_delete.click(
         handlers.ask_delete_document,
@@ -262,6 +285,49 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
     ):
         closer(handlers.close_confirmation, None, [confirm_row, pending], api_name=name, queue=False, **UNDOCUMENTED)
     return docs_table, doc_pick, deleted
+
+
+def build_trash(handlers: TrashHandlers, kb_active: gr.Dropdown, docs_table: gr.Dataframe) -> tuple:
+    """What was deleted, restored or removed for good. Returns the restore event and ``show(event, name)``,
+    which refreshes the trash after ``event``."""
+    with gr.Accordion(label("Trash", "回收站"), open=False, elem_id="trash") as accordion:
+        table = gr.Dataframe(
+            headers=trash_headers("en"), value=[], interactive=False, elem_id="trash-table", wrap=True, max_height=240
+        )
+        with gr.Row(elem_classes="dl-kb-row"):
+            pick = gr.Dropdown(
+                label=label("Deleted item", "已删除的项目"), choices=[], value=None, elem_id="trash-pick", scale=3
+            )
+            new_name = gr.Textbox(
+                label=label("Restore as (if its name is taken)", "恢复为（若原名已被占用）"),
+                elem_id="trash-new-name",
+                scale=2,
+                min_width=180,
+            )
+            restore = gr.Button(label("Restore", "恢复"), variant="primary", elem_id="trash-restore", scale=1)
+            empty = gr.Button(label("Empty trash…", "清空回收站…"), variant="stop", elem_id="trash-empty", scale=1)
+        confirm_row, confirm_text, confirm, keep = confirmation_row(
+            "trash-empty-confirmation", label("Yes, remove for good", "确认永久删除"), label("Keep them", "保留")
+        )
+        status = gr.Markdown("", elem_id="trash-status")
+    restored = restore.click(
+        handlers.restore,
+        [pick, new_name, kb_active],
+        [status, table, pick, new_name, kb_active, docs_table],
+        api_name="kb_trash_restore",
+        **UNDOCUMENTED,
+    )
+    empty.click(handlers.ask_empty, None, [confirm_row, confirm_text], api_name="kb_trash_empty_ask", **UNDOCUMENTED)
+    confirm.click(handlers.empty, None, [status, confirm_row, table, pick], api_name="kb_trash_empty", **UNDOCUMENTED)
+    keep.click(
+        lambda: gr.update(visible=False), None, confirm_row, api_name="kb_trash_keep", queue=False, **UNDOCUMENTED
+    )
+    accordion.expand(handlers.refresh, None, [table, pick], api_name="kb_trash_show", **UNDOCUMENTED)
+
+    def show(event: Any, name: str) -> None:
+        event.then(handlers.refresh, None, [table, pick], api_name=f"kb_{name}_trash", **UNDOCUMENTED)
+
+    return restored, show
 
 
 def build_quality_checks(handlers: KBHandlers, kb_active: gr.Dropdown) -> None:

@@ -22,16 +22,35 @@ KEEP_FINISHED_SECONDS = 600  # a finished job is kept a while so the page pollin
 
 
 @dataclass
+class FileState:
+    """One file of an upload as far as the job knows it: its pages and chunks once parsed, its result."""
+
+    name: str
+    event: Optional[ProgressEvent] = None
+    fraction: float = 0.0  # the furthest it got: a file's progress never goes back
+    pages: int = 0
+    chunks: int = 0
+    result: Optional[IngestResult] = None
+
+
+@dataclass
 class UploadJob:
     user: str
     kb: str
     names: list[str]
     cancel: threading.Event = field(default_factory=threading.Event)
+    cancelled_files: set[int] = field(default_factory=set)  # places of the files cancelled one by one
     event: Optional[ProgressEvent] = None
     results: Optional[list[IngestResult]] = None
     error: Optional[BaseException] = None
     finished_at: float = 0.0
     done: threading.Event = field(default_factory=threading.Event)
+    files: list[FileState] = field(default_factory=list)
+    shown_fraction: float = 0.0
+    listed_cancellable: Optional[list[tuple[str, int]]] = None  # what the page's file picker was last sent
+
+    def __post_init__(self) -> None:
+        self.files = [FileState(name) for name in self.names]
 
     @property
     def running(self) -> bool:
@@ -39,12 +58,51 @@ class UploadJob:
 
     @property
     def fraction(self) -> float:
-        return self.event.fraction if self.event is not None else 0.0
+        """The whole upload, file by file (small files wait to be embedded together, so they do not finish
+        in order): it never goes back."""
+        if not self.running or not self.files:
+            return 1.0 if not self.running else 0.0
+        now = sum(1.0 if f.result is not None else f.fraction for f in self.files) / len(self.files)
+        self.shown_fraction = max(self.shown_fraction, min(1.0, now))
+        return self.shown_fraction
 
-    def file_progress(self, file: str) -> Optional[ProgressEvent]:
-        """The latest event if it is about ``file`` (for the documents table's "being indexed" row)."""
-        event = self.event
-        return event if event is not None and event.file == file and self.running else None
+    def record(self, event: ProgressEvent) -> None:
+        self.event = event
+        if event.stage == "done" or not 0 < event.file_index <= len(self.files):
+            return
+        state = self.files[event.file_index - 1]
+        state.event = event
+        state.fraction = max(state.fraction, event.file_fraction)
+        if event.stage in ("parse", "ocr"):
+            state.pages = event.total
+        elif event.stage == "embed":
+            state.chunks = event.total
+
+    def record_result(self, place: int, result: IngestResult) -> None:
+        if 0 <= place < len(self.files):
+            self.files[place].result = result
+
+    def file_progress(self, file: str) -> Optional[FileState]:
+        """What the job knows of ``file`` while it is in flight (for its "being indexed" row)."""
+        if not self.running:
+            return None
+        return next((f for f in self.files if f.name == file and f.result is None and f.event is not None), None)
+
+    def cancellable(self) -> list[tuple[str, int]]:
+        """(name, place) of the files not finished nor cancelled yet: each can be cancelled alone."""
+        if not self.running or self.cancel.is_set():
+            return []
+        return [
+            (f.name, place)
+            for place, f in enumerate(self.files)
+            if f.result is None and place not in self.cancelled_files
+        ]
+
+    def cancel_file(self, place: int) -> bool:
+        if place not in {p for _, p in self.cancellable()}:
+            return False
+        self.cancelled_files.add(place)
+        return True
 
 
 class UploadJobs:
@@ -69,11 +127,16 @@ class UploadJobs:
         return job
 
     def _run(self, job: UploadJob, paths: list[Path]) -> None:
-        def on_progress(event: ProgressEvent) -> None:
-            job.event = event
-
         try:
-            job.results = self._ingest(job.kb, paths, progress=on_progress, cancel=job.cancel, display_names=job.names)
+            job.results = self._ingest(
+                job.kb,
+                paths,
+                progress=job.record,
+                cancel=job.cancel,
+                display_names=job.names,
+                on_result=job.record_result,
+                cancel_files=job.cancelled_files,
+            )
         except Exception as exc:  # shown to the user by the page polling the job
             job.error = exc
         finally:
@@ -95,6 +158,11 @@ class UploadJobs:
             return False
         job.cancel.set()
         return True
+
+    def cancel_file(self, user: str, kb: Optional[str], place: int) -> bool:
+        """Cancel one file of this user's running upload; the other files go on."""
+        job = self.get(user, kb)
+        return job is not None and job.cancel_file(place)
 
     def _forget_old(self) -> None:
         now = time.monotonic()

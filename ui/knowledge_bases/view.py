@@ -9,7 +9,7 @@ from backend.types import DocumentInfo, IngestResult, ProgressEvent
 from ui.i18n.messages import translate_result
 from ui.i18n.strings import text
 from ui.icons import icon
-from ui.knowledge_bases.upload_jobs import UploadJob
+from ui.knowledge_bases.upload_jobs import FileState, UploadJob
 
 
 def doc_headers(lang: str) -> list[str]:
@@ -18,6 +18,8 @@ def doc_headers(lang: str) -> list[str]:
         text(lang, "pages", "页数"),
         text(lang, "chunks", "分块"),
         text(lang, "figures", "图表"),
+        text(lang, "size", "大小"),
+        text(lang, "added", "添加于"),
         text(lang, "status", "状态"),
     ]
 
@@ -89,6 +91,9 @@ def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) 
         line = progress_text(job.event, lang)
     if job.cancel.is_set():
         line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
+    cancelled = [job.files[place].name for place in sorted(job.cancelled_files) if place < len(job.files)]
+    if cancelled:
+        line += " · " + text(lang, "cancelled alone: {files}", "已单独取消：{files}").format(files=", ".join(cancelled))
     return progress_html(job.fraction, line)
 
 
@@ -156,12 +161,16 @@ def dict_markdown(report: dict[str, Any], lang: str = "en") -> str:
     return f"| {text(lang, 'metric', '指标')} | {text(lang, 'value', '值')} |\n|---|---|\n{rows}"
 
 
-def document_status(doc: DocumentInfo, lang: str, running: Optional[ProgressEvent]) -> str:
-    """ "complete" reads as such; a pending row says it is being indexed, with the job's progress if known."""
+def document_status(doc: DocumentInfo, lang: str, running: Optional[FileState]) -> str:
+    """ "complete" reads as such; a pending row says it is being indexed, with the job's progress if known
+    (a parsed file may wait for the next ones, to be embedded with them)."""
     if doc.status == "pending":
         line = text(lang, "being indexed", "正在索引")
-        if running is not None and running.total:
-            line += f" · {stage_label(lang, running.stage)} {running.current}/{running.total}"
+        event = running.event if running is not None else None
+        if event is not None and event.stage == "embed" and not event.current:
+            line += " · " + text(lang, "waiting to be embedded", "等待向量化")
+        elif event is not None and event.total:
+            line += f" · {stage_label(lang, event.stage)} {event.current}/{event.total}"
         return line
     names = {"complete": text(lang, "indexed", "已索引"), "failed": text(lang, "failed", "失败")}
     return names.get(doc.status, doc.status)

@@ -55,7 +55,7 @@ def test_uploads_keep_original_names(service: DocLens, tmp_path: Path) -> None:
     assert browser, "a browser's first upload gives it an id"
     job = handlers.jobs.get(f"browser:{browser}", "uploads")
     assert job is not None and job.done.wait(120)
-    results, table, picker, timer = handlers.poll("uploads", browser)
+    results, table, picker, timer, _row, _pick = handlers.poll("uploads", browser)
     assert original in results and "indexed" in results and timer["active"] is False
     assert [row[0] for row in table["value"]] == [original]
     assert picker["choices"] == [original] and picker["value"] is None, "nothing is pre-selected for deletion"
@@ -139,7 +139,7 @@ def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path)
     assert job is not None and handlers.attach(KB)[1]["active"] is True, "a reloaded page re-attaches"
     assert "Cancelling after the current page" in handlers.cancel_upload(KB)
     assert job.done.wait(60)
-    status, _table, _picker, timer = handlers.poll(KB)
+    status, _table, _picker, timer, _row, _pick = handlers.poll(KB)
     assert "Upload cancelled; nothing was stored." in status and timer["active"] is False
     assert handlers.cancel_upload(KB) == "No upload is running."
     assert [d.file for d in service.documents(KB)] == [PHYSICS]
@@ -152,7 +152,7 @@ def test_an_upload_belongs_to_the_browser_that_started_it(service: DocLens) -> N
     owner, other = "browser-one", "browser-two"
     job = handlers.jobs.start(user_key(None, owner), KB, [SAMPLES / PHYSICS], ["again.pdf"])
     assert job is not None
-    status, timer = handlers.attach(KB, other)
+    status, timer, _row, _pick = handlers.attach(KB, other)
     assert "another browser" in status and timer["active"] is False
     assert "only that browser can cancel it" in handlers.cancel_upload(KB, other)
     assert not job.cancel.is_set(), "another browser cannot cancel it"
@@ -179,3 +179,67 @@ def test_selftest_shows_progress(service: DocLens) -> None:
     assert "chunk_top1" in report
     assert [desc for _, desc in progress.calls][-1].startswith("self-test question")
     assert progress.calls[-1][0] == pytest.approx(1.0)
+
+
+GROUP = ["商业分析示例文档.pdf", "计算机科学示例文档.pdf", PHYSICS]  # small: embedded together in one call
+
+
+def watched_ingest(service: DocLens, watch):
+    """The real ingest; ``watch(event)`` runs after the job has seen each event."""
+
+    def ingest(kb, paths, *, progress, **options):
+        def on_progress(event: ProgressEvent) -> None:
+            progress(event)
+            watch(event)
+
+        return service.ingest(kb, paths, progress=on_progress, **options)
+
+    return ingest
+
+
+def test_upload_progress_is_per_file_and_never_goes_back(service: DocLens) -> None:
+    """Issue 26 item 5: small files wait to be embedded together, so they finish out of order; the bar
+    never goes back, and a parsed file shows its pages and chunks at once, not 0 / 0 until the end."""
+    fractions: list[float] = []
+    waiting_rows: list[list] = []
+    handlers = KBHandlers(service)
+
+    def watch(event: ProgressEvent) -> None:
+        job = handlers.jobs.get("browser:b", "grouped")
+        fractions.append(job.fraction)
+        if event.file_index == 1 and event.stage == "embed" and not event.current:
+            waiting_rows.extend(handlers.documents_table("grouped")["value"])
+
+    handlers.jobs = UploadJobs(watched_ingest(service, watch))
+    service.create_kb("grouped")
+    job = handlers.jobs.start("browser:b", "grouped", [SAMPLES / name for name in GROUP], GROUP)
+    assert job is not None and job.done.wait(180)
+    assert [r.status for r in job.results] == ["indexed"] * 3
+    assert fractions == sorted(fractions), fractions
+    first = next(row for row in waiting_rows if row[0] == GROUP[0])
+    assert first[1] == job.results[0].pages and first[2] == job.results[0].chunks, first
+    assert "waiting to be embedded" in first[4]
+
+
+def test_one_file_of_an_upload_is_cancelled_from_the_page(service: DocLens) -> None:
+    """Issue 26 item 17: the picker lists the running upload's files; cancelling one leaves the others."""
+    handlers = KBHandlers(service)
+    picked: list[tuple] = []
+
+    def watch(event: ProgressEvent) -> None:
+        if event.file_index == 2 and event.stage == "parse" and not picked:
+            row, choices = handlers.cancel_picker(handlers.jobs.get("browser:c", "cancel-one"))
+            picked.append((row, choices))
+            picked.append(handlers.cancel_file("cancel-one", 0, "c"))  # the first one waits to be embedded
+
+    handlers.jobs = UploadJobs(watched_ingest(service, watch))
+    service.create_kb("cancel-one")
+    assert handlers.cancel_file("cancel-one", 0, "c")[0] == "No upload is running."
+    job = handlers.jobs.start("browser:c", "cancel-one", [SAMPLES / name for name in GROUP], GROUP)
+    assert job is not None and job.done.wait(600)  # three files: minutes on a loaded 2-core machine
+    (row, choices), (status, *_) = picked
+    assert row["visible"] is True and choices["choices"] == [(name, i) for i, name in enumerate(GROUP)]
+    assert "Cancelling" in status and GROUP[0] in status and "the other files go on" in status
+    assert [r.status for r in job.results] == ["cancelled", "indexed", "indexed"]
+    assert sorted(d.file for d in service.documents("cancel-one")) == sorted(GROUP[1:])
+    assert handlers.cancel_picker(job)[0]["visible"] is False, "nothing is left to cancel"

@@ -1,0 +1,190 @@
+"""The documents table at 10,000 documents, and search without a model, in a real browser (Debian chromium +
+Playwright) on an app of their own with no model configured (issue 26 items 19-20, issue 28 item 4). The
+10,000 documents are registered straight into the knowledge base's registry (nothing is ingested); one of
+them has its original stored, as an upload keeps it. The first paint of the table is printed (a figure
+for docs/benchmarks.md, not a timed assertion). Outside CI skipped when /usr/bin/chromium is missing.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from backend.knowledge_bases.registry import Registry
+from backend.types import DocumentInfo
+from tests.ui.browser_support import (
+    ANSWER_TIMEOUT_MS,
+    choose,
+    field,
+    new_kb_with,
+    open_tab,
+    skip_without_chromium,
+    wait_idle,
+)
+from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp, running_app
+from tests.ui.web_support import Web
+
+pytestmark = pytest.mark.slow
+skip_without_chromium()
+
+LIBRARY = "10k library"  # sorts first: the page opens on it
+DOCUMENTS = 10_000
+KEPT = 4321  # the document whose original is stored
+NO_MODEL = {
+    "DOCLENS_LLM_BASE_URL": "",
+    "DOCLENS_LLM_MODEL": "",
+    "DOCLENS_LLM_VISION_MODEL": "",
+    "DOCLENS_LLM_API_KEY": "",
+    "OPENAI_BASE_URL": "",
+    "OPENAI_API_KEY": "",
+}
+
+
+def paper(i: int) -> str:
+    return f"paper_{i:05d}.pdf" if i % 10 else f"survey {i:05d}.pdf"
+
+
+def library_rows() -> list[DocumentInfo]:
+    return [
+        DocumentInfo(
+            doc_id=f"{i:032x}",
+            file=paper(i),
+            sha256=f"{i:064x}",
+            pages=i % 37 + 1,
+            ocr_pages=0,
+            chunks=(i * 37) % 997,
+            figures=0,
+            status="complete",
+            created_at=1_760_000_000 + i * 60,
+            bytes=100_000 + i,
+        )
+        for i in range(DOCUMENTS)
+    ]
+
+
+@pytest.fixture(scope="module")
+def library_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningApp]:
+    """An app without a model, with a knowledge base of 10,000 registered documents."""
+    data_dir = tmp_path_factory.mktemp("documents-data")
+    with running_app(data_dir, "documents-app.log", **NO_MODEL) as app:
+        collection = Web(app.url).call("create_kb", LIBRARY)[1]["collection"]
+        folder = data_dir / "kbs" / collection
+        Registry(folder).add_documents(library_rows())
+        (folder / "files").mkdir(exist_ok=True)
+        shutil.copyfile(SAMPLE_PDF, folder / "files" / f"{KEPT:032x}.pdf")
+        model_ready(app)
+        yield app
+
+
+def model_ready(app: RunningApp, timeout: float = 600) -> None:
+    """The table needs no model, but loading one slows the whole server: measure after it."""
+    deadline = time.monotonic() + timeout
+    while "embedding model ready after" not in app.log_path.read_text(encoding="utf-8", errors="replace"):
+        assert time.monotonic() < deadline, "the embedding model did not get ready"
+        time.sleep(1)
+
+
+def table_text(page) -> str:
+    return page.locator("#docs-table").inner_text()
+
+
+def wait_for_table(page, *names: str, gone: str = "") -> None:
+    page.wait_for_function(
+        "([names, gone]) => { const t = document.querySelector('#docs-table')?.innerText || '';"
+        " return names.every((n) => t.includes(n)) && (!gone || !t.includes(gone)); }",
+        arg=[list(names), gone],
+        timeout=ANSWER_TIMEOUT_MS,
+    )
+
+
+def timed(action, *wait_args, **wait_kwargs) -> float:
+    started = time.perf_counter()
+    action()
+    wait_for_table(*wait_args, **wait_kwargs)
+    return (time.perf_counter() - started) * 1000
+
+
+def test_the_documents_table_pages_filters_and_sorts_10000_documents(library_app: RunningApp, page) -> None:
+    page.goto(library_app.url)
+    open_tab(page, "Knowledge base")
+    wait_for_table(page, "paper_00001.pdf", "1–20 of 10,000")
+    first_paint = page.evaluate("performance.now()")
+    assert page.locator("#docs-table tbody tr").count() <= 20, "one page of rows, never the library"
+    wait_idle(page)
+    next_ms = timed(lambda: page.locator("#docs-next").click(), page, "21–40 of 10,000")
+    filter_ms = timed(
+        lambda: field(page, "docs-filter").fill("SURVEY 0"), page, "survey 00000.pdf", "1–20 of 1,000", gone="paper_"
+    )
+    page.locator("#docs-next").click()
+    wait_for_table(page, "21–40 of 1,000", "survey 00200.pdf")
+    expected = sorted(((i * 37) % 997 for i in range(0, DOCUMENTS, 10)), reverse=True)[:3]
+    choose(page, "docs-sort", "chunks")
+    page.locator("#docs-descending input").check()
+    page.wait_for_function(
+        "(top) => document.querySelector('#docs-table tbody tr td:nth-child(3)')?.innerText.trim() === top",
+        arg=str(expected[0]),
+        timeout=30_000,
+    )
+    chunks = [int(page.locator(f"#docs-table tbody tr:nth-child({n}) td:nth-child(3)").inner_text()) for n in (1, 2, 3)]
+    assert chunks == expected, "sorted on the server across the whole filtered list"
+    assert "1–20 of 1,000" in table_text(page), "a new order starts on the first page"
+    sort_ms = timed(lambda: choose(page, "docs-sort", "date added"), page, "survey 09990.pdf")
+    field(page, "docs-filter").fill("zzz no such paper")
+    wait_for_table(page, "no name matches the filter")
+    page.screenshot(path=str(ARTIFACTS / "documents-10k.png"), full_page=True)
+    print(
+        f"\ndocuments table at {DOCUMENTS:,} documents: first paint {first_paint:.0f} ms after navigation;"
+        f" next page {next_ms:.0f} ms, filter {filter_ms:.0f} ms, sort {sort_ms:.0f} ms"
+    )
+
+
+def test_a_row_offers_its_stored_original_for_download(library_app: RunningApp, page) -> None:
+    page.goto(library_app.url)
+    open_tab(page, "Knowledge base")
+    wait_for_table(page, "paper_00001.pdf")
+    field(page, "docs-filter").fill(paper(KEPT))
+    wait_for_table(page, "1–1 of 1")
+    page.locator("#docs-table tbody tr:first-child td:first-child").click()
+    download = page.locator("#doc-download")
+    download.get_by_text(f"Download {paper(KEPT)}").wait_for()
+    assert field(page, "doc-delete-pick").input_value() == paper(KEPT), "the row is also the one to delete"
+    with page.expect_download() as info:
+        download.click()
+    saved = Path(info.value.path())
+    assert info.value.suggested_filename == paper(KEPT)
+    assert saved.read_bytes() == SAMPLE_PDF.read_bytes()
+    field(page, "docs-filter").fill(paper(KEPT + 1))
+    wait_for_table(page, paper(KEPT + 1), gone=paper(KEPT))
+    page.locator("#docs-table tbody tr:first-child td:first-child").click()
+    download.get_by_text("no original kept").wait_for()
+
+
+def test_search_without_a_model_opens_the_framed_page(library_app: RunningApp, page) -> None:
+    """Item 19: the ranked passages with page and score, each opening the page with the passage framed,
+    and no model anywhere (none is configured)."""
+    new_kb_with(page, library_app.url, "a physics", SAMPLE_PDF)
+    open_tab(page, "Chat")
+    choose(page, "kb-select", "a physics")
+    wait_idle(page)
+    field(page, "question").fill("energy formula")
+    page.locator("#search").click()
+    result = page.locator("#chatbot .message-row.bot-row, #chatbot .bot").last
+    result.get_by_text("relevance").first.wait_for(timeout=ANSWER_TIMEOUT_MS)
+    text = result.inner_text()
+    assert SAMPLE_PDF.name in text and re.search(r"· p\d+", text), text
+    page.wait_for_function(
+        "(name) => document.querySelector('#sources tbody tr')?.innerText.includes(name)",
+        arg=SAMPLE_PDF.name,
+        timeout=ANSWER_TIMEOUT_MS,
+    )
+    result.locator(".dl-cite").first.click()
+    image = page.locator("#page-preview img")
+    image.wait_for(timeout=ANSWER_TIMEOUT_MS)
+    assert "[1]" in page.locator("#page-preview").inner_text()
+    page.screenshot(path=str(ARTIFACTS / "search-without-model.png"), full_page=True)
+    assert not library_app.fake.requests, "no model was asked"
