@@ -89,9 +89,20 @@ def source_rows(page, file_name: str):
     return page.locator("#sources tbody tr")
 
 
+PENDING = ".wrap.generating, .pending, .eta-bar"
+# What is pending, by the ids of its ancestors: says which component an endless event is stuck on.
+PENDING_DUMP = f"""() => Array.from(document.querySelectorAll('{PENDING}')).map(e => {{
+  const ids = []; for (let p = e; p; p = p.parentElement) if (p.id) ids.push(p.id);
+  return e.className + ' in ' + ids.join(' < ');
+}})"""
+
+
 def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     """Wait until no Gradio event shows a pending status (the answer stream and the side panel are done)."""
-    page.wait_for_function("() => !document.querySelector('.wrap.generating, .pending, .eta-bar')", timeout=timeout_ms)
+    try:
+        page.wait_for_function(f"() => !document.querySelector('{PENDING}')", timeout=timeout_ms)
+    except Exception as exc:
+        raise AssertionError(f"still pending after {timeout_ms} ms: {page.evaluate(PENDING_DUMP)}") from exc
     page.wait_for_timeout(300)
 
 

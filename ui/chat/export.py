@@ -101,4 +101,10 @@ def wire_export(button: gr.Button, download: gr.DownloadButton, inputs: list, fr
     """``inputs``: KB, turns, every answer's sources. ``fresh``: events after which the file is stale."""
     button.click(ConversationExport().export, inputs, download, api_name="chat_export", **UNDOCUMENTED)
     for index, event in enumerate(fresh):
-        event(lambda: gr.update(visible=False), None, download, api_name=f"chat_export_hide_{index}", **UNDOCUMENTED)
+        event(stale_download, download, download, api_name=f"chat_export_hide_{index}", **UNDOCUMENTED)
+
+
+def stale_download(current: Optional[str]) -> Any:
+    """Hide an offered file once it is stale. Only a shown button is hidden (see ``ui.common.hide_if_shown``:
+    hiding it on the picker's change fires that change again)."""
+    return gr.update(value=None, visible=False) if current else gr.update()

@@ -19,7 +19,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from backend.types import DOCUMENT_SORTS, DocumentInfo, DocumentPage
-from ui.common import shows_errors, warning_md
+from ui.common import hide_if_shown, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.knowledge_bases.upload_jobs import UploadJobs
 from ui.knowledge_bases.view import doc_headers, document_status
@@ -145,29 +145,30 @@ class DocumentsTable:
     def next(self, kb: Optional[str], contains: str, sort: str, descending: bool, request: gr.Request = None):
         return self.show(kb, contains, sort, descending, 1, request)
 
-    def picked(self, evt: gr.SelectData, request: gr.Request = None) -> tuple[Any, Any]:
+    def picked(self, evt: gr.SelectData, request: gr.Request = None) -> tuple[Any, Any, bool]:
         """A row was clicked: its original offered for download (only a PDF this KB stored, found from the
         page drawn on the server, never from what the page sends), and it becomes the document to delete.
-        Outputs: download button, document picker."""
+        Outputs: download button, document picker, whether the button is shown."""
         lang = lang_of(request)
         shown = self._view(request).shown
         row = evt.index[0] if isinstance(evt.index, (list, tuple)) else evt.index
         if shown is None or not isinstance(row, int) or not 0 <= row < len(shown.rows):
-            return gr.update(visible=False), gr.skip()
+            return gr.update(visible=False), gr.skip(), False
         doc = shown.rows[row]
         original = shown.originals.get(doc.doc_id)
         offered = self.shown.offer(original, doc.file) if original else None
         if offered is None:
             missing = text(lang, "{file}: no original kept", "{file}：未保存原文件").format(file=doc.file)
-            return gr.update(value=None, label=missing, visible=True, interactive=False), doc.file
+            return gr.update(value=None, label=missing, visible=True, interactive=False), doc.file, True
         download = text(lang, "Download {file}", "下载 {file}").format(file=doc.file)
-        return gr.update(value=offered, label=download, visible=True, interactive=True), doc.file
+        return gr.update(value=offered, label=download, visible=True, interactive=True), doc.file, True
 
 
 @dataclass
 class TableParts:
     table: gr.Dataframe
     download: gr.DownloadButton
+    offered: gr.State  # whether the download button is shown
 
 
 def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status: gr.Markdown) -> TableParts:
@@ -220,9 +221,13 @@ def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status:
             show_progress="hidden",
             **UNDOCUMENTED,
         )
-    kb_active.change(lambda: gr.update(visible=False), None, download, api_name="docs_download_hide", **UNDOCUMENTED)
-    return TableParts(docs_table, download)
+    offered = gr.State(False)
+    kb_active.change(
+        hide_if_shown, offered, [download, offered], api_name="docs_download_hide", queue=False, **UNDOCUMENTED
+    )
+    return TableParts(docs_table, download, offered)
 
 
 def offer_on_select(parts: TableParts, table: DocumentsTable, doc_pick: gr.Dropdown) -> None:
-    parts.table.select(table.picked, None, [parts.download, doc_pick], api_name="docs_pick", **UNDOCUMENTED)
+    outputs = [parts.download, doc_pick, parts.offered]
+    parts.table.select(table.picked, None, outputs, api_name="docs_pick", **UNDOCUMENTED)
