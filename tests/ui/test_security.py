@@ -218,8 +218,8 @@ def test_serve_on_an_open_address_without_login_refuses_to_start(tmp_path: Path)
 
 def ask_from_page(web: Web, question: str) -> list:
     """The Chat tab's send event (question, kb, document, chatbot, turns, figure lock, every answer's
-    sources, session profile)."""
-    return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, [], None))
+    sources, session profile, other knowledge bases asked too)."""
+    return outputs(web.queue("chat_send", question, KB, ALL_DOCUMENTS, [], [], None, [], None, []))
 
 
 def apply_from_page(web: Web, llm_url: str, key: str = "", model: str = "session-chat", timeout: float = 30) -> list:
