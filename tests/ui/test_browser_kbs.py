@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.ui import browser_support as ui
 from tests.ui.browser_support import (
     ANSWER_TIMEOUT_MS,
     INGEST_TIMEOUT_MS,
@@ -52,6 +53,7 @@ def test_delete_confirmation_follows_the_selection(doclens_app: RunningApp, page
     assert "kb-b" not in names and "kb-a" in names
 
 
+@ui.NOT_YET_GREEN
 def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, page) -> None:
     """Item 6: a KB made in another browser tab shows up when the Chat tab is shown; a reload keeps the
     user's KB instead of falling back to the alphabetically first one."""

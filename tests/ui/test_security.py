@@ -17,6 +17,7 @@ import pytest
 from backend.errors import DocLensError, SettingsError
 from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
+from tests.ui import browser_support as ui
 from tests.ui.conftest import (
     REPO_ROOT,
     SAMPLE_PDF,
@@ -138,6 +139,7 @@ def test_evaluation_paths_stay_inside_the_bench_folder(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- items 1 and 14: uploads are used once
 
 
+@ui.LEFTOVER_UPLOAD
 def test_received_uploads_are_deleted_once_indexed_or_refused(indexed: RunningApp, tmp_path: Path) -> None:
     web = Web(indexed.url)
     assert uploads_left(indexed) == [], "the fixture's upload is gone once indexed"

@@ -14,6 +14,7 @@ from typing import Iterator
 import pytest
 
 from tests.support.text_pdf import write_text_pdf
+from tests.ui import browser_support as ui
 from tests.ui.conftest import RunningApp
 from tests.ui.web_support import Web, file_data, outputs, uploads_left
 from ui.web_files import NOT_RECEIVED
@@ -56,6 +57,7 @@ def kb_tab_upload(web: Web, kb: str, files: list[dict]) -> str:
 # ---------------------------------------------------------------- items 1 and 7: the same file twice
 
 
+@ui.LEFTOVER_UPLOAD
 def test_the_same_file_picked_twice_in_one_upload_is_a_duplicate_and_the_rest_is_indexed(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
@@ -82,6 +84,7 @@ def test_the_same_file_picked_twice_in_one_upload_is_a_duplicate_and_the_rest_is
 # ---------------------------------------------------------------- item 2: two identical uploads at once
 
 
+@ui.LEFTOVER_UPLOAD
 def test_two_identical_uploads_at_the_same_moment_both_succeed(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
@@ -111,6 +114,7 @@ def test_two_identical_uploads_at_the_same_moment_both_succeed(
 # ---------------------------------------------------------------- item 3: names cut by gradio_client
 
 
+@ui.LEFTOVER_UPLOAD
 def test_different_files_whose_names_gradio_client_cuts_alike_are_both_kept(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
