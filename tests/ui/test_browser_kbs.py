@@ -79,6 +79,7 @@ def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, pa
     assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
 
 
+@ui.NOT_YET_GREEN
 def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
     """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
     pending row says it is being indexed, and the status ends in the final state. Without a login the
