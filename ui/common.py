@@ -77,11 +77,11 @@ def actor(request: Optional[gr.Request]) -> str:
     return (getattr(request, "username", None) if request is not None else None) or "local"
 
 
-def hide_if_shown(shown: bool) -> tuple[Any, bool]:
-    """Hide a download button on a picker's change only when it is shown: in Gradio 6.31 a DownloadButton
-    told ``visible=False`` from a dropdown's change fires that change again, an endless loop that leaves
-    the page pending. Outputs: the button, whether it is shown."""
-    return (gr.update(value=None, visible=False) if shown else gr.skip()), False
+def hide_if_shown(shown: Any) -> Any:
+    """Hide a download button on a picker's change only when it is shown (``shown``: its file, or a flag):
+    in Gradio 6.31 a DownloadButton told ``visible=False`` from a dropdown's change fires that change
+    again, an endless loop that leaves the page pending. Output: the button."""
+    return gr.update(value=None, visible=False) if shown else gr.skip()
 
 
 def warning_md(message: str) -> str:

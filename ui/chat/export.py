@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import gradio as gr
 
+from ui.common import hide_if_shown
 from ui.i18n.strings import label, lang_of, text
 from ui.web_files import ShownFiles, shown_files
 
@@ -101,10 +102,4 @@ def wire_export(button: gr.Button, download: gr.DownloadButton, inputs: list, fr
     """``inputs``: KB, turns, every answer's sources. ``fresh``: events after which the file is stale."""
     button.click(ConversationExport().export, inputs, download, api_name="chat_export", **UNDOCUMENTED)
     for index, event in enumerate(fresh):
-        event(stale_download, download, download, api_name=f"chat_export_hide_{index}", **UNDOCUMENTED)
-
-
-def stale_download(current: Optional[str]) -> Any:
-    """Hide an offered file once it is stale. Only a shown button is hidden (see ``ui.common.hide_if_shown``:
-    hiding it on the picker's change fires that change again)."""
-    return gr.update(value=None, visible=False) if current else gr.update()
+        event(hide_if_shown, download, download, api_name=f"chat_export_hide_{index}", **UNDOCUMENTED)

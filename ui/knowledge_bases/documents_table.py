@@ -223,7 +223,12 @@ def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status:
         )
     offered = gr.State(False)
     kb_active.change(
-        hide_if_shown, offered, [download, offered], api_name="docs_download_hide", queue=False, **UNDOCUMENTED
+        lambda shown: (hide_if_shown(shown), False),
+        offered,
+        [download, offered],
+        api_name="docs_download_hide",
+        queue=False,
+        **UNDOCUMENTED,
     )
     return TableParts(docs_table, download, offered)
 
