@@ -15,10 +15,12 @@ from backend import text
 from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.errors import DocLensError, LLMError
 from backend.knowledge_bases import old_folders, reindex
-from backend.knowledge_bases.audit import LOCAL
+from backend.knowledge_bases.audit import LOCAL, AuditLog
+from backend.knowledge_bases.library_access import LibraryAccess
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.names import name_list
 from backend.knowledge_bases.open_kb import OpenKB
+from backend.knowledge_bases.roles import Role, Roles
 from backend.knowledge_bases.trash import AuditedChanges, Trash
 from backend.llm.clients import LLMClients
 from backend.settings import LLMSettings, Settings
@@ -27,11 +29,7 @@ from backend.store.milvus import MilvusStore
 from backend.types import (
     Answer,
     AnswerUpdate,
-    DocumentInfo,
-    DocumentPage,
-    Figure,
     IngestResult,
-    KnowledgeBase,
     ProgressCallback,
     SearchResult,
 )
@@ -45,9 +43,10 @@ if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on 
 log = logging.getLogger(__name__)
 
 
-class DocLens(AuditedChanges):
+class DocLens(AuditedChanges, LibraryAccess):
     """Everything a user can do, as plain method calls returning plain result types (deleting, restoring
-    and renaming knowledge bases and documents: ``AuditedChanges``)."""
+    and renaming knowledge bases and documents: ``AuditedChanges``; listing, reading and sharing them:
+    ``LibraryAccess``). ``who``: the caller's login, checked against its role on each knowledge base."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -58,6 +57,7 @@ class DocLens(AuditedChanges):
         self.store = MilvusStore(settings.milvus_uri, token=token, index_type=settings.milvus.index_type)
         self.kbs = KnowledgeBases(self.store, settings.data_dir, self._embedding_signature)
         self.trash = Trash(self.kbs, settings.data_dir, lambda: self.settings.trash.retention_days)
+        self.roles = Roles(settings.data_dir)  # enforced once the web app has logins (ui/app.py)
         self._embedder: Optional[Embedder] = None
         self._embedder_lock = threading.Lock()
         self._preparing: Optional[threading.Thread] = None
@@ -172,12 +172,6 @@ class DocLens(AuditedChanges):
 
     # -- knowledge bases ----------------------------------------------------------------------
 
-    def list_kbs(self) -> list[KnowledgeBase]:
-        return self.kbs.list()
-
-    def create_kb(self, name: str) -> KnowledgeBase:
-        return self.kbs.create(name)
-
     def load_all(self) -> None:
         """Collections come back released after a restart: load them and build their search indexes
         now, so the first question does not (Milvus Lite 2.5 reads every row back into memory: ~15 s at 100k)."""
@@ -208,24 +202,8 @@ class DocLens(AuditedChanges):
         thread.start()
         return thread
 
-    def open_kb(self, name: str, check_model: bool = True) -> OpenKB:
-        return self.kbs.open(name, check_model=check_model)
-
-    # -- documents ----------------------------------------------------------------------------
-
-    def documents(self, kb_name: str) -> list[DocumentInfo]:
-        return self.open_kb(kb_name, check_model=False).registry.documents()
-
-    def documents_page(self, kb_name: str, asked: DocumentPage) -> DocumentPage:
-        return self.open_kb(kb_name, check_model=False).documents_page(asked)
-
-    def figures(self, kb_name: str, file: Optional[str] = None) -> list[Figure]:
-        kb = self.open_kb(kb_name, check_model=False)
-        doc_id = kb.find_document(file).doc_id if file else None
-        return kb.registry.figures(doc_id)
-
-    def figure(self, kb_name: str, figure_id: str) -> Figure:
-        return self.open_kb(kb_name, check_model=False).figure(figure_id)
+    def _audit(self) -> AuditLog:
+        return self.trash.audit
 
     def recover(self) -> None:
         """Finish or undo what a crash left half-done (moves into and out of the trash, documents still
@@ -245,6 +223,7 @@ class DocLens(AuditedChanges):
         display_names: Optional[Sequence[str]] = None,
         on_result: Optional[Callable[[int, IngestResult], None]] = None,
         cancel_files: Collection[int] = (),
+        who: str = LOCAL,
     ) -> list[IngestResult]:
         """Add PDFs (files, or folders searched recursively) to a knowledge base, one result per file.
 
@@ -256,6 +235,7 @@ class DocLens(AuditedChanges):
         from backend.ingestion.ingestor import Ingestor
         from backend.ingestion.uploads import collect_uploads
 
+        self.roles.require(who, kb_name, Role.EDITOR)
         kb = self.open_kb(kb_name)
         items = collect_uploads(paths, display_names)
         if not items:
@@ -332,10 +312,11 @@ class DocLens(AuditedChanges):
         mode: str = "rerank",
         top: Optional[int] = None,
         exclude: Sequence[str] = (),
+        who: str = LOCAL,
     ) -> SearchResult:
         """Ranked sources (no LLM) of one knowledge base or several, one ranking. ``doc``: file name(s) to
         search only those; ``exclude``: file names to leave out (the evaluation's unanswerable questions)."""
-        kbs = [self.open_kb(name) for name in dict.fromkeys(name_list(kb_name))]
+        kbs = [self.open_kb(name) for name in self.readable(kb_name, who)]
         with self.kbs.deletion_explained(*kbs):
             return self.retriever.search(kbs, question, name_list(doc), mode, top, exclude)
 
@@ -347,6 +328,7 @@ class DocLens(AuditedChanges):
         doc: str | Sequence[str] | None = None,
         figure_id: Optional[str] = None,
         llm_profile: Optional[LLMSettings] = None,
+        who: str = LOCAL,
     ) -> Iterator[AnswerUpdate]:
         """Stream an answer: an ``AnswerUpdate`` per text delta as it arrives, then the last one, ``done``,
         with the final ``Answer``. ``kb_name``, ``doc``: as for ``search``.
@@ -359,7 +341,7 @@ class DocLens(AuditedChanges):
         from backend.answering.answers import answer_updates, whole_answer_updates
         from backend.answering.prompts import condense_question, said_by_user
 
-        kbs = [self.open_kb(name) for name in dict.fromkeys(name_list(kb_name))]
+        kbs = [self.open_kb(name) for name in self.readable(kb_name, who)]
         llm = self.llm_for(llm_profile)
         if figure_id:
             yield from whole_answer_updates(self._figure_answer(kbs, llm, question, figure_id))
@@ -391,20 +373,22 @@ class DocLens(AuditedChanges):
         doc: str | Sequence[str] | None = None,
         figure_id: Optional[str] = None,
         llm_profile: Optional[LLMSettings] = None,
+        who: str = LOCAL,
     ) -> Answer:
         answer = None
         for update in self.ask_stream(
-            kb_name, question, history=history, doc=doc, figure_id=figure_id, llm_profile=llm_profile
+            kb_name, question, history=history, doc=doc, figure_id=figure_id, llm_profile=llm_profile, who=who
         ):
             answer = update.answer or answer
         assert answer is not None
         return answer
 
-    def summary(self, kb_name: str, file: str, refresh: bool = False) -> str:
+    def summary(self, kb_name: str, file: str, refresh: bool = False, who: str = LOCAL) -> str:
         """A document's Markdown summary (LaTeX kept), generated once and cached; without a model (or when
         it fails) its first passages, not saved."""
         from backend.answering.summaries import fallback_summary, summarize_document
 
+        self.roles.require(who, kb_name, Role.READER)
         kb = self.open_kb(kb_name, check_model=False)
         doc = kb.find_document(file)
         cached = None if refresh else kb.registry.summary(doc.doc_id)
@@ -418,18 +402,20 @@ class DocLens(AuditedChanges):
         kb.registry.save_summary(doc.doc_id, summary)
         return summary
 
-    def page_image(self, kb_name: str, file: str, page: int, highlight: str = "") -> Path:
+    def page_image(self, kb_name: str, file: str, page: int, highlight: str = "", who: str = LOCAL) -> Path:
         """A PNG of one page with the given chunk text framed, rendered into the KB's folder (cached)."""
         from backend.documents.preview import ocr_line_reader, render_page
 
+        self.roles.require(who, kb_name, Role.READER)
         kb = self.open_kb(kb_name, check_model=False)
         doc, pdf = kb.kept_original(file)
         return render_page(pdf, page, highlight, kb.preview_dir(doc.doc_id), ocr_line_reader(self.settings))
 
     # -- what the quality checks ask (backend.quality calls the facade, never the store) ----------
 
-    def indexed_chunks(self, kb_name: str) -> list[ChunkRow]:
+    def indexed_chunks(self, kb_name: str, who: str = LOCAL) -> list[ChunkRow]:
         """The stored chunks of the knowledge base's complete documents (what the self-test asks back)."""
+        self.roles.require(who, kb_name, Role.READER)
         kb = self.open_kb(kb_name)
         complete = {d.doc_id for d in kb.registry.documents(status="complete")}
         return [c for c in self.store.chunks(kb.collection) if c.doc_id in complete]

@@ -1,5 +1,5 @@
 """Plain JSON endpoints for gradio_client: list, create, upload, ask, search, delete (into the trash),
-the trash.
+the trash, and sharing a knowledge base. Each call is checked against the login's role (issue 27).
 
 No ``from __future__ import annotations`` here: gr.api reads these functions' real type hints.
 """
@@ -21,45 +21,53 @@ def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
     """Add the endpoints to the Blocks being built. Errors come back as gr.Error with one readable line;
     the server log gets one line for a user's mistake and a traceback only for a real fault."""
 
-    def list_kbs() -> list[dict]:
-        """Every knowledge base with its document and chunk counts (not an evaluation's temporary ones)."""
-        return [kb.to_dict() for kb in _call(service.list_kbs) if not is_temporary_kb(kb.name)]
+    def list_kbs(request: gr.Request) -> list[dict]:
+        """The knowledge bases this login may read, with their document and chunk counts."""
+        return [kb.to_dict() for kb in _call(service.list_kbs, actor(request)) if not is_temporary_kb(kb.name)]
 
-    def create_kb(name: str) -> dict:
-        """Create a knowledge base; returns it."""
-        return _call(service.create_kb, name).to_dict()
+    def create_kb(name: str, request: gr.Request) -> dict:
+        """Create a knowledge base (owned by this login when the server has logins); returns it."""
+        return _call(service.create_kb, name, who=actor(request)).to_dict()
 
-    def upload(kb: str, files: list[gr.FileData]) -> list[dict]:
-        """Add PDFs (use gradio_client.handle_file); one result per file."""
+    def upload(kb: str, files: list[gr.FileData], request: gr.Request) -> list[dict]:
+        """Add PDFs (use gradio_client.handle_file); one result per file. Editors and owners only."""
         paths, names = _call(uploads.admit, files)
         if not paths:
             raise _user_error("upload", "no files were sent: pass [handle_file('a.pdf'), ...]")
         try:
-            return [r.to_dict() for r in _call(service.ingest, kb, paths, display_names=names)]
+            return [r.to_dict() for r in _call(service.ingest, kb, paths, display_names=names, who=actor(request))]
         finally:
             uploads.discard(paths)  # indexed or refused: the upload's copy is not needed any more
 
-    def documents(kb: str) -> list[dict]:
+    def documents(kb: str, request: gr.Request) -> list[dict]:
         """The documents of a knowledge base."""
-        return [d.to_dict() for d in _call(service.documents, kb)]
+        return [d.to_dict() for d in _call(service.documents, kb, actor(request))]
 
-    def ask(kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "") -> dict:
+    def ask(
+        kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "", request: gr.Request = None
+    ) -> dict:  # type: ignore[assignment]
         """Answer a question from a knowledge base, or a list of them (one ranking over all); ``doc``: only
         that file, or a list ("KB/file" names the KB). Answer, confidence, sources (each with its kb)."""
-        return _call(service.ask, kb, question, doc=doc or None).to_dict()
+        return _call(service.ask, kb, question, doc=doc or None, who=actor(request)).to_dict()
 
-    def search(kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "", top: int = 0) -> dict:
+    def search(
+        kb: Union[str, list[str]],
+        question: str,
+        doc: Union[str, list[str]] = "",
+        top: int = 0,
+        request: gr.Request = None,  # type: ignore[assignment]
+    ) -> dict:
         """Ranked sources without a model, from a knowledge base or a list of them (``doc`` as for /ask)."""
-        return _call(service.search, kb, question, doc=doc or None, top=top or None).to_dict()
+        return _call(service.search, kb, question, doc=doc or None, top=top or None, who=actor(request)).to_dict()
 
     def delete_kb(name: str, request: gr.Request) -> str:
-        """Move a knowledge base and all its documents to the trash (``/restore`` brings it back)."""
+        """Move a knowledge base and all its documents to the trash (``/restore`` brings it back). Owners only."""
         entry = _call(service.delete_kb, name, who=actor(request))
         return f"deleted {entry.kb}: in the trash as {entry.id} until it is purged"
 
-    def trash() -> list[dict]:
-        """What is in the trash: id, kind, kb, file, when and by whom it was deleted, when it is purged."""
-        return [e.to_dict() for e in _call(service.trash_entries)]
+    def trash(request: gr.Request) -> list[dict]:
+        """What in the trash this login may restore: id, kind, kb, file, deleted when and by whom, purge date."""
+        return [e.to_dict() for e in _call(service.trash_entries, actor(request))]
 
     def restore(entry_id: str, new_name: str = "", request: gr.Request = None) -> dict:  # type: ignore[assignment]
         """Bring a trash entry back (``new_name``: for a knowledge base whose name is taken now)."""
@@ -68,6 +76,23 @@ def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
     for fn in (list_kbs, create_kb, documents, ask, search, delete_kb, trash, restore):
         gr.api(fn, api_name=fn.__name__)
     gr.api(upload, api_name="upload", concurrency_id="ingest", concurrency_limit=1)  # one ingestion at a time
+    register_sharing_api(service)
+
+
+def register_sharing_api(service: DocLens) -> None:
+    """Who may read or change a knowledge base (with logins; SECURITY.md)."""
+
+    def share(kb: str, login: str, role: str, request: gr.Request) -> dict:
+        """Share a knowledge base with a login (or "*" for everyone) as "reader" or "editor", or take the
+        share back ("none"). Its owner and the admin only; returns its owner and shares."""
+        return _call(service.share, kb, login, role, who=actor(request))
+
+    def access(kb: str, request: gr.Request) -> dict:
+        """A knowledge base's owner and shares, and this login's role on it."""
+        return {**_call(service.access, kb, actor(request)), "role": service.role(kb, actor(request))}
+
+    gr.api(share, api_name="share")
+    gr.api(access, api_name="access")
 
 
 def _call(fn, *args: Any, **kwargs: Any) -> Any:

@@ -297,6 +297,8 @@ def serve(settings: Settings, access: Access, service: DocLens) -> None:
     large library does not hold back the page; its models are prepared from here on; closed here."""
     demo = None
     try:
+        # With logins every call is checked against the login's role on the knowledge base (issue 27).
+        service.roles.configure([user for user, _ in access.logins or []], access.admin)
         demo = build_app(service, access.admin)
         service.prepare_models_in_background()  # after the page is built: three jobs at once on two cores slowed all
         demo.queue(default_concurrency_limit=4)

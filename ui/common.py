@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, TypeVar
 import gradio as gr
 
 from backend.errors import DocLensError
-from backend.service import DocLens
+from backend.service import LOCAL, DocLens
 from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
 
@@ -74,13 +74,18 @@ def _zh_action(action: str) -> str:
 
 def actor(request: Optional[gr.Request]) -> str:
     """Who the audit log names: the login when the app has logins, else "local" (one user, everything)."""
-    return (getattr(request, "username", None) if request is not None else None) or "local"
+    return (getattr(request, "username", None) if request is not None else None) or LOCAL
+
+
+# Gradio 6.31's page defers an "always_last" listener triggered while it runs, and when it ends dispatches
+# the whole event again, to every listener of it: two such listeners on one change defer each other for
+# good and the page stays pending. So a change has one listener; what else it does is chained with .then
+# (tests/ui/test_app_handlers.py holds this for every trigger).
 
 
 def hide_if_shown(shown: Any) -> Any:
-    """Hide a download button on a picker's change only when it is shown (``shown``: its file, or a flag):
-    in Gradio 6.31 a DownloadButton told ``visible=False`` from a dropdown's change fires that change
-    again, an endless loop that leaves the page pending. Output: the button."""
+    """Hide a download button only when it is shown (``shown``: its file, or a flag), so a picker's change
+    sends nothing to a hidden one. Output: the button."""
     return gr.update(value=None, visible=False) if shown else gr.skip()
 
 
@@ -97,8 +102,9 @@ def _no_choices(_line: str, *_args: Any, **_kwargs: Any) -> list[str]:
 
 
 @shows_errors("list knowledge bases", outputs=_no_choices)
-def kb_names(service: DocLens) -> list[str]:
-    return [kb.name for kb in service.list_kbs() if not is_temporary_kb(kb.name)]
+def kb_names(service: DocLens, who: str = LOCAL) -> list[str]:
+    """The knowledge bases ``who`` may read (with logins, none for a page not yet logged in)."""
+    return [kb.name for kb in service.list_kbs(who) if not is_temporary_kb(kb.name)]
 
 
 def pick(current: Optional[str], choices: list[str]) -> Optional[str]:
@@ -108,22 +114,22 @@ def pick(current: Optional[str], choices: list[str]) -> Optional[str]:
     return choices[0] if choices else None
 
 
-def kb_dropdown(service: DocLens, current: Optional[str]) -> Any:
-    choices = kb_names(service)
+def kb_dropdown(service: DocLens, current: Optional[str], who: str = LOCAL) -> Any:
+    choices = kb_names(service, who)
     return gr.update(choices=choices, value=pick(current, choices))
 
 
 @shows_errors("list documents", outputs=_no_choices)
-def document_files(service: DocLens, kb: Optional[str]) -> list[str]:
-    return [doc.file for doc in service.documents(kb)] if kb else []
+def document_files(service: DocLens, kb: Optional[str], who: str = LOCAL) -> list[str]:
+    return [doc.file for doc in service.documents(kb, who)] if kb else []
 
 
 def all_documents_choice() -> tuple[Any, str]:
     return label("all documents", "全部文档"), ALL_DOCUMENTS
 
 
-def doc_filter_dropdown(service: DocLens, kb: Optional[str], current: Optional[str]) -> Any:
-    files = document_files(service, kb)
+def doc_filter_dropdown(service: DocLens, kb: Optional[str], current: Optional[str], who: str = LOCAL) -> Any:
+    files = document_files(service, kb, who)
     choices = [all_documents_choice(), *files]
     return gr.update(choices=choices, value=current if current in files else ALL_DOCUMENTS)
 

@@ -21,6 +21,7 @@ from backend.errors import DocLensError, KnowledgeBaseError
 from backend.knowledge_bases.audit import LOCAL, RETENTION, AuditLog, clean_who
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.open_kb import OpenKB
+from backend.knowledge_bases.roles import Role, Roles
 from backend.knowledge_bases.trash_entries import (
     MOVING_IN,
     PURGING,
@@ -262,28 +263,45 @@ class AuditedChanges:
 
     trash: Trash
     kbs: KnowledgeBases
+    roles: Roles
 
     def rename_kb(self, old: str, new: str, who: str = LOCAL) -> KnowledgeBase:
+        self.roles.require(who, old, Role.OWNER)
         renamed = self.kbs.rename(old, new)
+        self.roles.renamed(old, renamed.name)
         self.trash.audit.record(who, "rename_kb", kb=old.strip(), to=renamed.name)
         return renamed
 
     def delete_kb(self, name: str, who: str = LOCAL, permanently: bool = False) -> Optional[TrashEntry]:
-        """Into the trash (for ``trash.retention_days``); ``permanently``: a quality check's own knowledge base."""
+        """Into the trash (for ``trash.retention_days``); ``permanently``: a quality check's own knowledge base.
+        Its owner and shares stay with it, for a restore."""
+        self.roles.require(who, name, Role.OWNER)
         return self.trash.delete_kb(name, who, permanently)
 
     def delete_document(self, kb_name: str, file: str, who: str = LOCAL) -> TrashEntry:
+        self.roles.require(who, kb_name, Role.EDITOR)
         return self.trash.delete_document(self.kbs.open(kb_name, check_model=False), file, who)
 
-    def trash_entries(self) -> list[TrashEntry]:
-        """What is in the trash, the latest deletion first (what outlived the retention purged first)."""
+    def trash_entries(self, who: str = LOCAL) -> list[TrashEntry]:
+        """What is in the trash that ``who`` may restore (a knowledge base: its owner; a document: its
+        knowledge base's editors), the latest deletion first (what outlived the retention purged first)."""
         self.trash.purge_expired()
-        return self.trash.entries()
+        return [e for e in self.trash.entries() if self.roles.role(who, e.kb) >= restoring_needs(e)]
 
     def restore(self, entry_id: str, new_name: Optional[str] = None, who: str = LOCAL) -> TrashEntry:
         """A knowledge base or a document back from the trash; ``new_name``: for a knowledge base whose
         name was taken meanwhile (without it, that restore is refused)."""
-        return self.trash.restore(entry_id, who, new_name)
+        entry = self.trash.entry(entry_id)
+        self.roles.require(who, entry.kb, restoring_needs(entry))
+        restored = self.trash.restore(entry_id, who, new_name)
+        if restored.kb != entry.kb:
+            self.roles.renamed(entry.kb, restored.kb)
+        return restored
 
     def empty_trash(self, who: str = LOCAL) -> list[TrashEntry]:
+        self.roles.require_admin(who, "empty the trash")
         return self.trash.empty(who)
+
+
+def restoring_needs(entry: TrashEntry) -> Role:
+    return Role.OWNER if entry.kind == "kb" else Role.EDITOR

@@ -78,13 +78,13 @@ def run_eval(
     halves: bool = False,
     name_document: bool = False,
     kbs: int = 1,
+    who: str = "local",
 ) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
     confidence is calibrated and checked on questions the library cannot answer too. ``halves``: metrics
     of each half of the papers too (``paper_split``). ``name_document``: see ``load_questions``.
-    ``kb_name``: knowledge bases to use instead of temporary ones (one name, or several); ``kbs``: the
-    temporary library split into this many knowledge bases (its documents dealt out in turn), each question
-    asked of them all."""
+    ``kb_name``: knowledge bases to use instead of temporary ones (one or several); ``kbs``: the temporary
+    library dealt out to this many knowledge bases, each question asked of them all; ``who``: the login."""
     questions = load_questions(Path(qa_path), limit, name_document)
     temporary = kb_name is None
     stamp = f"eval {time.strftime('%Y%m%d-%H%M%S')}"
@@ -98,19 +98,19 @@ def run_eval(
     report: dict[str, Any] = {"questions": len(questions), "ingest": None, "kbs": len(names)}
     try:
         if temporary:  # ingest: only for a temporary library
-            report["ingest"] = _ingest_split(service, names, Path(docs_dir), progress)
-        docs = [d for name in names for d in service.documents(name)]
+            report["ingest"] = _ingest_split(service, names, Path(docs_dir), progress, who)
+        docs = [d for name in names for d in service.documents(name, who)]
         report.update({"docs": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)})
         report["modes"] = {}
         details: dict[str, list] = {}
         for mode in modes:
-            report["modes"][mode], details[mode] = _eval_mode(service, names, questions, mode, progress)
+            report["modes"][mode], details[mode] = _eval_mode(service, names, questions, mode, progress, who=who)
             if halves:
                 report["modes"][mode].update(_by_half(details[mode]))
         main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
         left_out: list[dict] = []
         if unanswerable:
-            _, left_out = _eval_mode(service, names, questions, main_mode, progress, leave_out_gold=True)
+            _, left_out = _eval_mode(service, names, questions, main_mode, progress, leave_out_gold=True, who=who)
             details[f"{main_mode}-unanswerable"] = left_out
             report["unanswerable"] = _unanswerable_summary(left_out)
         report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
@@ -121,21 +121,21 @@ def run_eval(
     finally:
         for name in names if temporary else []:
             try:
-                service.delete_kb(name, who="quality check", permanently=True)
+                service.delete_kb(name, who=who, permanently=True)
             except DocLensError as exc:
                 log.warning("could not delete the temporary knowledge base %r: %s", name, exc)
     return report
 
 
 def _ingest_split(
-    service: DocLens, names: list[str], docs_dir: Path, progress: Optional[ProgressCallback]
+    service: DocLens, names: list[str], docs_dir: Path, progress: Optional[ProgressCallback], who: str
 ) -> dict[str, Any]:
     """The folder's PDFs dealt out to ``names`` in turn (all of them to one: the folder as it is)."""
     files = [docs_dir] if len(names) == 1 else sorted(docs_dir.rglob("*.pdf"))
     results = []
     for index, name in enumerate(names):
-        service.create_kb(name)
-        results += service.ingest(name, files[index :: len(names)], progress=progress)
+        service.create_kb(name, who=who)
+        results += service.ingest(name, files[index :: len(names)], progress=progress, who=who)
     failed = [r for r in results if not r.ok]
     if failed:
         log.warning("%d documents failed to ingest: %s", len(failed), "; ".join(r.error or "" for r in failed))
@@ -149,10 +149,11 @@ def _eval_mode(
     mode: str,
     progress: Optional[ProgressCallback],
     leave_out_gold: bool = False,
+    who: str = "local",
 ) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
-        details.append(_question_detail(service, kb_name, question, mode, leave_out_gold))
+        details.append(_question_detail(service, kb_name, question, (mode, who), leave_out_gold))
         if progress is not None and (index % 20 == 0 or index == len(questions)):
             progress(
                 ProgressEvent(
@@ -176,14 +177,17 @@ def _eval_mode(
     return summary, details
 
 
-def _question_detail(service: DocLens, kb_name: list[str], question: dict, mode: str, leave_out_gold: bool) -> dict:
+def _question_detail(
+    service: DocLens, kb_name: list[str], question: dict, asked: tuple[str, str], leave_out_gold: bool
+) -> dict:
     """One question searched (with its document left out, if asked): its metrics and what the
-    confidence and the abstention made of it."""
+    confidence and the abstention made of it. ``asked``: the mode, and the login asking."""
+    mode, who = asked
     result: Optional[SearchResult] = None
     sources: list[Source] = []
     if question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
         exclude = [question["doc"]] if leave_out_gold else []
-        result = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude)
+        result = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude, who=who)
         sources = result.sources
     metrics = question_metrics(sources, question)
     return {

@@ -23,9 +23,14 @@ def probe_sentence(text: str) -> str:
 
 
 def selftest(
-    service: DocLens, kb_name: str, samples: int = 50, progress: Optional[ProgressCallback] = None
+    service: DocLens,
+    kb_name: str,
+    samples: int = 50,
+    progress: Optional[ProgressCallback] = None,
+    who: str = "local",
 ) -> dict[str, Any]:
-    chunks = [c for c in service.indexed_chunks(kb_name) if len(c.content) >= 30]
+    """``who``: the login running it (its role is checked on each call)."""
+    chunks = [c for c in service.indexed_chunks(kb_name, who) if len(c.content) >= 30]
     if not chunks:
         raise DocLensError(f"knowledge base '{kb_name.strip()}' has no chunks to test: upload PDFs first")
     picked = random.Random(SAMPLE_SEED).sample(chunks, min(samples, len(chunks)))
@@ -36,7 +41,7 @@ def selftest(
             progress(
                 ProgressEvent("search", file="self-test", file_index=1, file_count=1, current=index, total=len(picked))
             )
-        result = service.search(kb_name, probe_sentence(chunk.content), mode=SearchMode.RERANK, top=5)
+        result = service.search(kb_name, probe_sentence(chunk.content), mode=SearchMode.RERANK, top=5, who=who)
         for k in (1, 5):
             top = result.sources[:k]
             chunk_hits[k] += any(s.chunk_id == chunk.id for s in top)

@@ -89,14 +89,10 @@ def source_rows(page, file_name: str):
     return page.locator("#sources tbody tr")
 
 
+# Gradio 6.31 draws a table's rows as div grid rows (its <tbody> is a hidden copy for measuring).
+DOC_ROWS = "#docs-table [role=row]:has(> [role=gridcell])"
+
 PENDING = ".wrap.generating, .pending, .eta-bar"
-# Known red, not run: each waits out a 90 s timeout. Since the across-KB picker and the paged documents table
-# landed, some Gradio events of a page stay pending for good (the "Also ask" picker after a new browser's
-# load; the documents filter's input is never sent). Diagnosis not finished; the handler tests cover them.
-NOT_YET_GREEN = pytest.mark.xfail(run=False, reason="a Gradio event stays pending for good (issue 26)")
-# Green alone, red after the browser tests on the shared app: a temporary folder some browser test leaves in
-# Gradio's upload folder (not yet found) breaks these checks that the folder is empty.
-LEFTOVER_UPLOAD = pytest.mark.xfail(strict=False, reason="a browser test leaves a folder in Gradio's uploads")
 # What is pending, by the ids of its ancestors: says which component an endless event is stuck on.
 PENDING_DUMP = f"""() => Array.from(document.querySelectorAll('{PENDING}')).map(e => {{
   const ids = []; for (let p = e; p; p = p.parentElement) if (p.id) ids.push(p.id);
@@ -111,6 +107,24 @@ def wait_idle(page, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
     except Exception as exc:
         raise AssertionError(f"still pending after {timeout_ms} ms: {page.evaluate(PENDING_DUMP)}") from exc
     page.wait_for_timeout(300)
+
+
+def wait_for_text(page, selector: str, text: str, gone: bool = False, timeout_ms: int = ANSWER_TIMEOUT_MS) -> None:
+    """Wait until the element's rendered text holds ``text`` (or, ``gone``, no longer does). A table's
+    cells are not found by text: Gradio keeps a hidden copy of each cell for measuring."""
+    page.wait_for_function(
+        "([selector, text, gone]) => (document.querySelector(selector)?.innerText || '').includes(text) !== gone",
+        arg=[selector, text, gone],
+        timeout=timeout_ms,
+    )
+
+
+def type_text(page, elem_id: str, text: str) -> None:
+    """Replace a textbox's text by typing it, as a user does: Gradio 6.31 sends a textbox's ``input`` event
+    on keystrokes, not on Playwright's ``fill``."""
+    box = field(page, elem_id)
+    box.fill(text[:-1])
+    box.press_sequentially(text[-1:])
 
 
 def choose(page, elem_id: str, value: str) -> None:

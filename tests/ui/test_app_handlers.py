@@ -104,6 +104,21 @@ def test_build_app_has_every_element_id(service: DocLens) -> None:
     assert KB in [choice[0] for choice in kb_active.choices]  # built from the real service's list
 
 
+def test_no_trigger_has_two_listeners_that_defer(service: DocLens) -> None:
+    """Issue 26: pages stayed pending for good. Gradio 6.31 defers an "always_last" listener triggered
+    while it runs and then dispatches the whole event again, to each of its listeners: two on one change
+    (the Chat tab's KB picker had four) deferred each other without end."""
+    config = build_app(service).get_config_file()
+    names = {c["id"]: c.get("props", {}).get("elem_id") or c["type"] for c in config["components"]}
+    deferring: dict[tuple, list[str]] = {}
+    for dependency in config["dependencies"]:
+        if dependency["trigger_mode"] != "always_last":
+            continue
+        for target, event in dependency["targets"]:
+            deferring.setdefault((names.get(target, target), event), []).append(dependency["api_name"])
+    assert {trigger: apis for trigger, apis in deferring.items() if len(apis) > 1} == {}
+
+
 def test_model_preparation_shows_a_banner_with_the_builds_step_and_fraction(service: DocLens) -> None:
     """Item 9: while the embedding model is prepared the page says so, which step the build is in, how
     far along (reported by the build, backend/embedding/builds.py) and for how long."""

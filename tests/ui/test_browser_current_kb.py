@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui.browser_support import NOT_YET_GREEN, choose, create_kb, field, open_tab, skip_without_chromium, wait_idle
+from tests.ui.browser_support import choose, create_kb, field, open_tab, skip_without_chromium, wait_idle
 from tests.ui.conftest import RunningApp
 from tests.ui.web_support import log_since, log_size
 
@@ -31,7 +31,6 @@ def current_kbs(page) -> tuple[str, str]:
     return chat, kb_tab
 
 
-@NOT_YET_GREEN
 def test_one_current_kb_per_browser_whichever_tab_set_it(doclens_app: RunningApp, browsers) -> None:
     page = browsers()
     page.goto(doclens_app.url)

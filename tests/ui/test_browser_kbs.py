@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.ui import browser_support as ui
 from tests.ui.browser_support import (
     ANSWER_TIMEOUT_MS,
     INGEST_TIMEOUT_MS,
@@ -53,7 +52,6 @@ def test_delete_confirmation_follows_the_selection(doclens_app: RunningApp, page
     assert "kb-b" not in names and "kb-a" in names
 
 
-@ui.NOT_YET_GREEN
 def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, page) -> None:
     """Item 6: a KB made in another browser tab shows up when the Chat tab is shown; a reload keeps the
     user's KB instead of falling back to the alphabetically first one."""
@@ -79,7 +77,6 @@ def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, pa
     assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
 
 
-@ui.NOT_YET_GREEN
 def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
     """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
     pending row says it is being indexed, and the status ends in the final state. Without a login the

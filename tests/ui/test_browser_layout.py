@@ -84,7 +84,6 @@ def container_width(page) -> int:
     return round(box["right"] - box["left"])
 
 
-@ui.NOT_YET_GREEN
 def test_the_page_keeps_its_width_across_reloads_and_tabs(conversation, doclens_app: RunningApp, browsers) -> None:
     """It measured 1336, 848 and 650 px after reloads: the container shrank to whatever the tab held."""
     page = browsers()
@@ -105,7 +104,6 @@ def test_the_page_keeps_its_width_across_reloads_and_tabs(conversation, doclens_
 
 
 @pytest.mark.parametrize("width", [WIDE, NARROW])
-@ui.NOT_YET_GREEN
 def test_labels_and_corner_buttons_cover_no_message_or_thumbnail(conversation, width: int) -> None:
     """The labels "Conversation" and "Figures" floated over scrolled messages and the first thumbnail; the
     chat's trash icon sat on the question bubble, the gallery's "Download All" on the third thumbnail."""

@@ -10,26 +10,29 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
-from tests.ui.browser_support import INGEST_TIMEOUT_MS, create_kb, field, open_tab, skip_without_chromium, wait_idle
+from tests.ui.browser_support import (
+    DOC_ROWS,
+    INGEST_TIMEOUT_MS,
+    create_kb,
+    field,
+    open_tab,
+    skip_without_chromium,
+    wait_idle,
+)
 from tests.ui.conftest import ARTIFACTS, SAMPLE_PDF, RunningApp
 
-pytestmark = [
-    pytest.mark.slow,
-    # Not yet seen green: written and run under a load of 20-35 (7 helpers on 2 cores), where the first
-    # failed an assertion not diagnosed yet and the second cancelled too late. Handler tests cover both.
-    pytest.mark.xfail(reason="issue 26 items 5/17 browser checks not yet seen passing", run=False),
-]
+pytestmark = pytest.mark.slow
 skip_without_chromium()
 
 BUSINESS_PDF = SAMPLES / "商业分析示例文档.pdf"
 
 # Every change of the bar and of the documents table, as the page showed them.
-RECORD_JS = """() => {
+RECORD_JS = """(selector) => {
   window.dlSeen = [];
   const look = () => {
     const bar = document.querySelector('#ingest-status [role=progressbar]');
-    const rows = [...document.querySelectorAll('#docs-table tbody tr')].map(r =>
-      [...r.querySelectorAll('td')].map(c => c.innerText.trim()));
+    const rows = [...document.querySelectorAll(selector)].map(r =>
+      [...r.querySelectorAll('[role=gridcell]')].map(c => c.innerText.trim()));
     window.dlSeen.push({bar: bar ? Number(bar.getAttribute('aria-valuenow')) : null, rows});
   };
   new MutationObserver(look).observe(document.body, {subtree: true, childList: true, attributes: true,
@@ -52,7 +55,7 @@ def start_batch(page, url: str, kb: str, files: list[Path]) -> None:
     page.locator("#upload-files input[type=file]").set_input_files([str(f) for f in files])
     for path in files:
         page.locator(f'#upload-files td.filename[aria-label="{path.name}"]').first.wait_for(timeout=60_000)
-    page.evaluate(RECORD_JS)
+    page.evaluate(RECORD_JS, DOC_ROWS)
     page.locator("#upload-start").click()
     page.locator("#ingest-status .dl-progress").wait_for(timeout=30_000)
 
@@ -77,7 +80,7 @@ def test_batch_progress_is_monotonic_and_per_file(doclens_app: RunningApp, page,
     first_while_running = [
         row for s in seen if s["bar"] is not None for row in s["rows"] if row and row[0] == SAMPLE_PDF.name
     ]
-    waiting = [row for row in first_while_running if len(row) > 4 and "being indexed" in row[4]]
+    waiting = [row for row in first_while_running if "being indexed" in row[-1]]
     assert any(row[1] == "2" and row[2] not in ("", "0") for row in waiting), (
         f"the parsed first file never showed its pages and chunks during the upload: {first_while_running[-5:]}"
     )
@@ -90,9 +93,9 @@ def test_one_file_of_a_batch_is_cancelled_alone(doclens_app: RunningApp, page, t
     start_batch(page, doclens_app.url, "kb-cancel-one", [SAMPLE_PDF, scan, BUSINESS_PDF])
     page.locator("#upload-cancel-one").wait_for(timeout=30_000)
     page.wait_for_function(  # the scan has started: its row is being indexed
-        "(name) => [...document.querySelectorAll('#docs-table tbody tr')].some(r => r.innerText.includes(name)"
+        "([rows, name]) => [...document.querySelectorAll(rows)].some(r => r.innerText.includes(name)"
         " && /being indexed/.test(r.innerText))",
-        arg=scan.name,
+        arg=[DOC_ROWS, scan.name],
         timeout=INGEST_TIMEOUT_MS * 2,
     )
     field(page, "upload-cancel-pick").click()

@@ -17,7 +17,6 @@ import pytest
 from backend.errors import DocLensError, SettingsError
 from backend.settings import load_settings
 from tests.support.fake_openai import FakeOpenAI
-from tests.ui import browser_support as ui
 from tests.ui.conftest import (
     REPO_ROOT,
     SAMPLE_PDF,
@@ -46,6 +45,7 @@ def indexed(doclens_app: RunningApp) -> RunningApp:
     server_path = web.upload(SAMPLE_PDF)
     event, results = web.call("upload", KB, [file_data(server_path, SAMPLE_PDF.name)])
     assert event == "complete" and [r["status"] for r in results] == ["indexed"], results
+    assert not Path(server_path).exists(), "an upload is deleted once indexed"
     return doclens_app
 
 
@@ -139,17 +139,16 @@ def test_evaluation_paths_stay_inside_the_bench_folder(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- items 1 and 14: uploads are used once
 
 
-@ui.LEFTOVER_UPLOAD
 def test_received_uploads_are_deleted_once_indexed_or_refused(indexed: RunningApp, tmp_path: Path) -> None:
     web = Web(indexed.url)
-    assert uploads_left(indexed) == [], "the fixture's upload is gone once indexed"
+    before = uploads_left(indexed)
     not_pdf = tmp_path / "notes.pdf"
     not_pdf.write_text("not a PDF at all", encoding="utf-8")
     server_path = web.upload(not_pdf)
     assert Path(server_path).exists()
     event, results = web.call("upload", KB, [file_data(server_path, "notes.pdf")])
     assert event == "complete" and results[0]["status"] == "failed", results
-    assert not Path(server_path).exists() and uploads_left(indexed) == []
+    assert not Path(server_path).exists() and uploads_left(indexed, before) == []
     event, message = web.call("upload", KB, [file_data(server_path, "notes.pdf")])  # used once only
     assert event == "error" and NOT_RECEIVED in message
 

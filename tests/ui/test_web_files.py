@@ -14,7 +14,6 @@ from typing import Iterator
 import pytest
 
 from tests.support.text_pdf import write_text_pdf
-from tests.ui import browser_support as ui
 from tests.ui.conftest import RunningApp
 from tests.ui.web_support import Web, file_data, outputs, uploads_left
 from ui.web_files import NOT_RECEIVED
@@ -57,11 +56,10 @@ def kb_tab_upload(web: Web, kb: str, files: list[dict]) -> str:
 # ---------------------------------------------------------------- items 1 and 7: the same file twice
 
 
-@ui.LEFTOVER_UPLOAD
 def test_the_same_file_picked_twice_in_one_upload_is_a_duplicate_and_the_rest_is_indexed(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
-    web = Web(doclens_app.url)
+    before, web = uploads_left(doclens_app), Web(doclens_app.url)
     basalt, granite = small_pdf(tmp_path, "basalt.pdf", "basalt"), small_pdf(tmp_path, "granite.pdf", "granite")
     paths = web.upload_many([(basalt, basalt.name), (basalt, basalt.name), (granite, granite.name)])
     assert paths[0] == paths[1], "Gradio keeps both picks in one content-addressed place"
@@ -70,7 +68,7 @@ def test_the_same_file_picked_twice_in_one_upload_is_a_duplicate_and_the_rest_is
     assert event == "complete", results
     assert [r["status"] for r in results] == ["indexed", "duplicate", "indexed"], results
     assert results[1]["error"].startswith("basalt.pdf: ") and "same content" in results[1]["error"]
-    assert uploads_left(doclens_app) == [], "nothing is left in Gradio's folder or doclens-claimed/"
+    assert uploads_left(doclens_app, before) == [], "nothing is left in Gradio's folder or doclens-claimed/"
 
     # The Knowledge base tab's own upload (item 7: it answered with an empty error)
     dolerite = small_pdf(tmp_path, "dolerite.pdf", "dolerite")
@@ -78,19 +76,18 @@ def test_the_same_file_picked_twice_in_one_upload_is_a_duplicate_and_the_rest_is
     status = kb_tab_upload(web, kb, [file_data(p, dolerite.name) for p in paths])
     assert "dolerite.pdf" in status and "same content" in status, status
     assert documents(web, kb) == ["basalt.pdf", "dolerite.pdf", "granite.pdf"]
-    assert uploads_left(doclens_app) == []
+    assert uploads_left(doclens_app, before) == []
 
 
 # ---------------------------------------------------------------- item 2: two identical uploads at once
 
 
-@ui.LEFTOVER_UPLOAD
 def test_two_identical_uploads_at_the_same_moment_both_succeed(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
     """Both land on the same path in Gradio's folder; each upload is one claim, so neither is refused: one
     is indexed, the other is the same content again."""
-    basalt = small_pdf(tmp_path, "basalt.pdf", "basalt")
+    before, basalt = uploads_left(doclens_app), small_pdf(tmp_path, "basalt.pdf", "basalt")
     first, second = Web(doclens_app.url), Web(doclens_app.url)
     paths = [first.upload(basalt), second.upload(basalt)]
     assert paths[0] == paths[1]
@@ -106,7 +103,7 @@ def test_two_identical_uploads_at_the_same_moment_both_succeed(
         thread.join(timeout=120)
     assert [answers[i][0] for i in (0, 1)] == ["complete", "complete"], answers
     assert sorted(answers[i][1][0]["status"] for i in (0, 1)) == ["duplicate", "indexed"], answers
-    assert uploads_left(doclens_app) == []
+    assert uploads_left(doclens_app, before) == []
     event, message = first.call("upload", kb, [file_data(paths[0], basalt.name)])  # two uploads, two uses
     assert event == "error" and NOT_RECEIVED in message
 
@@ -114,7 +111,6 @@ def test_two_identical_uploads_at_the_same_moment_both_succeed(
 # ---------------------------------------------------------------- item 3: names cut by gradio_client
 
 
-@ui.LEFTOVER_UPLOAD
 def test_different_files_whose_names_gradio_client_cuts_alike_are_both_kept(
     doclens_app: RunningApp, kb: str, tmp_path: Path
 ) -> None:
@@ -126,7 +122,7 @@ def test_different_files_whose_names_gradio_client_cuts_alike_are_both_kept(
     common = ("Proceedings of the symposium on volcanic rocks and their weathering " * 4)[:238]
     files = [small_pdf(tmp_path / word, f"{common} {word}.pdf", word) for word in ("basalt", "granite", "gabbro")]
     assert all(len(f.name.encode()) > 200 for f in files)
-    client = Client(doclens_app.url, verbose=False)
+    before, client = uploads_left(doclens_app), Client(doclens_app.url, verbose=False)
     first = client.predict(kb, [handle_file(str(files[0]))], api_name="/upload")[0]
     second = client.predict(kb, [handle_file(str(files[1]))], api_name="/upload")[0]
     assert (first["status"], second["status"]) == ("indexed", "indexed"), second
@@ -140,7 +136,7 @@ def test_different_files_whose_names_gradio_client_cuts_alike_are_both_kept(
     assert sorted(d["file"] for d in client.predict(kb, api_name="/documents")) == sorted(
         [cut, second["file"], both[0]["file"]]
     )
-    assert uploads_left(doclens_app) == []
+    assert uploads_left(doclens_app, before) == []
 
 
 # ---------------------------------------------------------------- item 7: refusals name the file

@@ -104,12 +104,12 @@ def outputs(message: dict) -> list:
     return message["output"]["data"]
 
 
-def uploads_left(app: RunningApp) -> list[Path]:
-    return (
-        [p for p in app.upload_dir.rglob("*") if p.is_file() and "doclens-shown" not in p.parts]
-        if app.upload_dir.exists()
-        else []
-    )
+def uploads_left(app: RunningApp, before: Sequence[Path] = ()) -> list[Path]:
+    """Files in Gradio's upload folder, but those in ``before``: on the shared app a browser test may leave
+    a file chosen in the upload box and never sent (kept until the server stops, as Gradio received it)."""
+    if not app.upload_dir.exists():
+        return []
+    return [p for p in app.upload_dir.rglob("*") if p.is_file() and "doclens-shown" not in p.parts and p not in before]
 
 
 def log_since(app: RunningApp, offset: int) -> str:

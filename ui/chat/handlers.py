@@ -12,6 +12,7 @@ from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui.chat import panels
 from ui.common import (
+    actor,
     doc_filter_dropdown,
     document_files,
     error_text,
@@ -104,31 +105,33 @@ class ChatHandlers:
 
     # -- page and knowledge-base refresh -------------------------------------------------------
 
-    def refresh_choices(self, kb: Optional[str], doc_filter: Optional[str]) -> tuple[Any, Any]:
-        kb_update = kb_dropdown(self.service, kb)
-        return kb_update, doc_filter_dropdown(self.service, kb_update["value"], doc_filter)
+    def refresh_choices(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> tuple:
+        kb_update = kb_dropdown(self.service, kb, actor(request))
+        return kb_update, doc_filter_dropdown(self.service, kb_update["value"], doc_filter, actor(request))
 
-    def refresh_documents(self, kb: Optional[str], doc_filter: Optional[str]) -> Any:
-        return doc_filter_dropdown(self.service, kb, doc_filter)
+    def refresh_documents(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> Any:
+        return doc_filter_dropdown(self.service, kb, doc_filter, actor(request))
 
-    def also_ask_choices(self, kb: Optional[str], also: Optional[list[str]]) -> Any:
+    def also_ask_choices(self, kb: Optional[str], also: Optional[list[str]], request: gr.Request = None) -> Any:
         """The other knowledge bases a question may also ask (none is asked until the user picks it)."""
-        others = [name for name in kb_names(self.service) if name != kb]
+        others = [name for name in kb_names(self.service, actor(request)) if name != kb]
         return gr.update(choices=others, value=[name for name in also or [] if name in others])
 
-    def panel_file(self, kb: Optional[str], doc_filter: Optional[str]) -> Optional[str]:
+    def panel_file(self, kb: Optional[str], doc_filter: Optional[str], who: str) -> Optional[str]:
         """The document the side panel shows: the filter's, or the only document of the knowledge base."""
         file = selected_file(doc_filter)
         if file or not kb:
             return file
-        files = document_files(self.service, kb)
+        files = document_files(self.service, kb, who)
         return files[0] if len(files) == 1 else None
 
     @shows_errors("list figures", outputs=lambda line, kb, **_: _no_figures(kb, line))
-    def figure_gallery(self, kb: Optional[str], doc_filter: Optional[str]) -> tuple[Any, list[dict[str, Any]]]:
+    def figure_gallery(
+        self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None
+    ) -> tuple[Any, list[dict[str, Any]]]:
         if not kb:
             return gr.update(value=[]), []
-        figures = self.service.figures(kb, selected_file(doc_filter))
+        figures = self.service.figures(kb, selected_file(doc_filter), who=actor(request))
         shown = [(f, self.shown.show(f.path)) for f in figures]
         shown = [(f, path) for f, path in shown if path]
         return (
@@ -144,10 +147,10 @@ class ChatHandlers:
     @shows_errors("summarise the document")
     def summary(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> str:
         lang = lang_of(request)
-        file = self.panel_file(kb, doc_filter)
+        file = self.panel_file(kb, doc_filter, actor(request))
         if not file:
             return f"*{text(lang, 'Choose a document to see its summary.', '选择一个文档以查看摘要。')}*"
-        return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file))
+        return f"**{literal_text(file)}**\n\n" + protect_currency(self.service.summary(kb, file, who=actor(request)))
 
     # -- asking ---------------------------------------------------------------------------------
 
@@ -193,7 +196,9 @@ class ChatHandlers:
         messages.append({"role": "assistant", "content": ""})
         yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
         kbs = kbs_asked(kb, also)
-        answer = yield from self._stream_answer(messages, kbs, question, turns, doc_filter, lock, llm_profile, lang)
+        answer = yield from self._stream_answer(
+            messages, kbs, question, turns, doc_filter, lock, llm_profile, (lang, actor(request))
+        )
         if answer is not None:
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
 
@@ -206,9 +211,11 @@ class ChatHandlers:
         doc_filter: Optional[str],
         lock: Optional[dict[str, Any]],
         llm_profile: Optional[LLMSettings],
-        lang: str,
+        asker: tuple[str, str],
     ) -> Generator[tuple, None, Optional[Answer]]:
-        """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning."""
+        """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning.
+        ``asker``: the page's language and the login asking."""
+        lang, who = asker
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
@@ -221,6 +228,7 @@ class ChatHandlers:
                 doc=f"{kbs[0]}/{file}" if file and len(kbs) > 1 else file,
                 figure_id=(lock or {}).get("id"),
                 llm_profile=llm_profile,
+                who=who,
             ):
                 if update.done:
                     answer = update.answer
@@ -323,7 +331,8 @@ class ChatHandlers:
         if index is None or not kb or not sources or not 0 <= int(index) < len(sources):
             return gr.skip()
         source = sources[int(index)]
-        path = self.service.page_image(source.get("kb") or kb, source["file"], int(source["page"]), source["text"])
+        where = source.get("kb") or kb
+        path = self.service.page_image(where, source["file"], int(source["page"]), source["text"], actor(request))
         return gr.update(
             value=self.shown.show(path), label=f"[{int(index) + 1}] {source['file']} · p{source['page']}", visible=True
         )

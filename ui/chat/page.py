@@ -167,16 +167,17 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     wire_search(
         search, SearchHandlers(service), [question, kb_select, doc_filter, chatbot, last_sources], search_outputs
     )
-    fresh = [send.click, question.submit, search.click, clear.click, kb_select.change]
-    wire_export(export_button, export_download, [kb_select, turns, last_sources], fresh)
     stop.click(idle, None, [send, stop], cancels=answering, api_name="chat_stop", queue=False, **UNDOCUMENTED)
     fresh_view = [chatbot, sources, confidence, chart, page_preview, turns, last_sources, lock_row, figure_lock]
     clear.click(handlers.clear, None, fresh_view, api_name="chat_clear", queue=False, **UNDOCUMENTED)
     # A conversation belongs to one knowledge base and document choice: switching starts a fresh view.
-    kb_select.change(handlers.clear, None, fresh_view, api_name="chat_kb_changed", queue=False, **UNDOCUMENTED)
+    # One listener per change, the rest chained (why: ui/common.py, above hide_if_shown).
+    kb_changed = kb_select.change(
+        handlers.clear, None, fresh_view, api_name="chat_kb_changed", queue=False, **UNDOCUMENTED
+    )
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
-    kb_select.change(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
-    kb_select.change(
+    kb_changed.then(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
+    kb_changed.then(
         handlers.also_ask_choices,
         [kb_select, also_ask],
         also_ask,
@@ -184,6 +185,8 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         queue=False,
         **UNDOCUMENTED,
     )
+    fresh = [send.click, question.submit, search.click, clear.click, kb_changed.then]
+    wire_export(export_button, export_download, [kb_select, turns, last_sources], fresh)
     sources.click(
         handlers.show_page, [sources, kb_select, last_sources], page_preview, api_name="show_page", **UNDOCUMENTED
     )

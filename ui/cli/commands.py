@@ -12,6 +12,7 @@ from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
 from ui.cli.output import CLI_USER, emit_json, open_service, show_rows, write_json
 from ui.cli.questions import add_question_commands
+from ui.cli.sharing import add_share_command
 from ui.cli.sync import add_sync_command
 from ui.cli.trash import add_trash_command, moved_line
 
@@ -24,6 +25,7 @@ COMMANDS = {
     "docs",
     "rm",
     "trash",
+    "share",
     "figures",
     "bench-ingest",
     "migrate",
@@ -149,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench_commands(sub, common)
     add_sync_command(sub, common)
     add_trash_command(sub, common)
+    add_share_command(sub, common)
     add_question_commands(sub, common)
     return parser
 

@@ -19,7 +19,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from backend.types import DOCUMENT_SORTS, DocumentInfo, DocumentPage
-from ui.common import hide_if_shown, shows_errors, warning_md
+from ui.common import actor, hide_if_shown, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.knowledge_bases.upload_jobs import UploadJobs
 from ui.knowledge_bases.view import doc_headers, document_status
@@ -106,7 +106,7 @@ class DocumentsTable:
             return gr.update(value=[], headers=doc_headers(lang), label=text(lang, "Documents", "文档"))
         if view.kb != kb:
             view.kb, view.asked = kb, replace(view.asked, offset=0)
-        view.shown = page = self.service.documents_page(kb, view.asked)
+        view.shown = page = self.service.documents_page(kb, view.asked, actor(request))
         view.asked = replace(view.asked, offset=page.offset)
         running = self.jobs.running_in(kb)
         rows = [self._row(doc, lang, running) for doc in page.rows]
@@ -171,8 +171,11 @@ class TableParts:
     offered: gr.State  # whether the download button is shown
 
 
-def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status: gr.Markdown) -> TableParts:
-    """Filter and sort above the table, paging and the download below it; their events."""
+def build_documents_table(
+    table: DocumentsTable, kb_active: gr.Dropdown, status: gr.Markdown, kb_changed: Any
+) -> TableParts:
+    """Filter and sort above the table, paging and the download below it; their events. ``kb_changed``:
+    the active KB's change, to chain on."""
     with gr.Row(elem_classes="dl-kb-row"):
         contains = gr.Textbox(
             label=label("Filter by name", "按名称筛选"),
@@ -221,8 +224,13 @@ def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status:
             show_progress="hidden",
             **UNDOCUMENTED,
         )
+    return TableParts(docs_table, download, hidden_on_kb_change(kb_changed, download))
+
+
+def hidden_on_kb_change(kb_changed: Any, download: gr.DownloadButton) -> gr.State:
+    """Another KB's table offers nothing: the download is hidden (if shown). Returns its "offered" flag."""
     offered = gr.State(False)
-    kb_active.change(
+    kb_changed.then(
         lambda shown: (hide_if_shown(shown), False),
         offered,
         [download, offered],
@@ -230,7 +238,7 @@ def build_documents_table(table: DocumentsTable, kb_active: gr.Dropdown, status:
         queue=False,
         **UNDOCUMENTED,
     )
-    return TableParts(docs_table, download, offered)
+    return offered
 
 
 def offer_on_select(parts: TableParts, table: DocumentsTable, doc_pick: gr.Dropdown) -> None:

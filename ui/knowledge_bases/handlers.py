@@ -97,7 +97,7 @@ class KBHandlers:
 
     def refresh(self, kb: Optional[str], request: gr.Request = None) -> tuple[Any, Any]:
         """Outputs: kb picker, documents table."""
-        update = kb_dropdown(self.service, kb)
+        update = kb_dropdown(self.service, kb, actor(request))
         return update, self.documents_table(update["value"], request)
 
     @shows_errors(
@@ -111,7 +111,7 @@ class KBHandlers:
     def create(self, name: str, current: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: status, kb picker, documents table, name box."""
         lang = lang_of(request)
-        kb = self.service.create_kb(name or "")
+        kb = self.service.create_kb(name or "", who=actor(request))
         return (
             f"{icon('ok')} {text(lang, 'Created', '已创建')} **{md_literal(kb.name)}**",
             *self.refresh(kb.name, request),
@@ -174,9 +174,9 @@ class KBHandlers:
     def documents_table(self, kb: Optional[str], request: gr.Request = None) -> Any:
         return self.table.render(kb, request)  # the session's page of it (ui/knowledge_bases/documents_table.py)
 
-    def file_choices(self, kb: Optional[str]) -> Any:
+    def file_choices(self, kb: Optional[str], request: gr.Request = None) -> Any:
         """No document is picked for the user: deleting must be a choice, not the default."""
-        return gr.update(choices=document_files(self.service, kb), value=None)
+        return gr.update(choices=document_files(self.service, kb, actor(request)), value=None)
 
     def ask_delete_document(self, kb: Optional[str], file: Optional[str], request: gr.Request = None) -> tuple:
         """Outputs: confirmation row, confirmation text, pending {"kb", "file"}, status. Nothing chosen: the
@@ -257,7 +257,7 @@ class KBHandlers:
                 gr.skip(),
                 gr.skip(),
             )
-        job = self.jobs.start(owner, kb, paths, names)
+        job = self.jobs.start(owner, kb, paths, names, who=actor(request))
         if job is None:  # started meanwhile by the same browser: this request's claim ends here
             self.uploads.discard(paths)
             return warning_md(upload_runs_already(lang)), gr.skip(), gr.skip(), None, browser
@@ -365,7 +365,7 @@ class KBHandlers:
 
         from backend.quality.selftest import selftest
 
-        report = selftest(self.service, kb, samples=int(samples or 50), progress=on_progress)
+        report = selftest(self.service, kb, samples=int(samples or 50), progress=on_progress, who=actor(request))
         return dict_markdown(report, lang)
 
     @shows_errors("run the evaluation")
@@ -395,6 +395,7 @@ class KBHandlers:
             modes=modes or EVAL_MODES,
             limit=int(limit or 0),
             progress=on_progress,
+            who=actor(request),
         )
         return f"```text\n{format_report(report)}\n```"
 

@@ -12,6 +12,7 @@ from ui.common import kb_names, pick
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
+from ui.knowledge_bases.sharing import RoleControls, SharingHandlers, build_sharing_panel, wire_role_controls
 from ui.knowledge_bases.trash import TrashHandlers, trash_headers
 
 UNDOCUMENTED = {"api_visibility": "undocumented"}
@@ -79,7 +80,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
             min_width=180,
         )
         create = gr.Button(label("Create", "创建"), variant="primary", elem_id="kb-create", scale=1, min_width=100)
-    with gr.Row(elem_classes="dl-kb-row"):
+    with gr.Row(elem_classes="dl-kb-row") as owner_row:  # shown to the KB's owner (ui/knowledge_bases/sharing.py)
         rename_name = gr.Textbox(label=label("Rename to", "重命名为"), elem_id="kb-rename-name", scale=2, min_width=180)
         rename = gr.Button(label("Rename", "重命名"), elem_id="kb-rename", scale=1, min_width=100)
         delete = gr.Button(label("Delete…", "删除…"), variant="stop", elem_id="kb-delete", scale=1, min_width=100)
@@ -88,8 +89,10 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     )
     kb_pending = gr.State(None)
     kb_status = gr.Markdown("", elem_id="kb-status")
+    sharing = SharingHandlers(service)
+    sharing_panel, access_summary = build_sharing_panel(sharing, kb_active)
 
-    with gr.Group(elem_classes="dl-upload"):
+    with gr.Group(elem_classes="dl-upload") as upload_group:
         files = gr.File(
             label=label("PDF files", "PDF 文件"),
             file_count="multiple",
@@ -115,7 +118,18 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     # Without a login an upload belongs to the browser that started it (ui/knowledge_bases/handlers.py user_key)
     browser = gr.BrowserState(None, storage_key="doclens-browser-id")
 
-    docs_table, doc_pick, doc_deleted = build_documents(handlers, kb_active, kb_status)
+    # One listener per change, the rest chained (why: ui/common.py, above hide_if_shown).
+    kb_changed = kb_active.change(
+        handlers.close_confirmation,
+        None,
+        [kb_confirm_row, kb_pending],
+        api_name="kb_delete_close",
+        queue=False,
+        **UNDOCUMENTED,
+    )
+    docs_table, doc_pick, doc_deleted, doc_delete_row = build_documents(handlers, kb_active, kb_status, kb_changed)
+    controls = RoleControls(owner_row, [upload_group, doc_delete_row], sharing_panel, access_summary)
+    wire_role_controls(kb_changed, sharing, kb_active, controls)
     restored, show_trash = build_trash(TrashHandlers(handlers), kb_active, docs_table)
     build_quality_checks(handlers, kb_active)
 
@@ -163,10 +177,14 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     )
     for event, name in ((deleted, "deleted"), (doc_deleted, "doc_deleted"), (refreshed, "refreshed")):
         show_trash(event, name)
-    for closer, name in ((kb_keep.click, "kb_delete_keep"), (kb_active.change, "kb_delete_close")):
-        closer(
-            handlers.close_confirmation, None, [kb_confirm_row, kb_pending], api_name=name, queue=False, **UNDOCUMENTED
-        )
+    kb_keep.click(
+        handlers.close_confirmation,
+        None,
+        [kb_confirm_row, kb_pending],
+        api_name="kb_delete_keep",
+        queue=False,
+        **UNDOCUMENTED,
+    )
 
     start.click(
         handlers.upload,
@@ -240,12 +258,13 @@ def mode_label(mode: str) -> Any:
     }[mode]
 
 
-def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown) -> tuple:
-    """The documents table and deleting one file (picked, then confirmed by name). Returns the table,
-    the file picker and the deletion event."""
-    table_parts = build_documents_table(handlers.table, kb_active, kb_status)
+def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown, kb_changed: Any) -> tuple:
+    """The documents table and deleting one file (picked, then confirmed by name). ``kb_changed``: the
+    active KB's change, to chain on. Returns the table, the file picker, the deletion event and the row
+    to delete a file (editors only)."""
+    table_parts = build_documents_table(handlers.table, kb_active, kb_status, kb_changed)
     docs_table = table_parts.table
-    with gr.Row(elem_classes="dl-kb-row"):
+    with gr.Row(elem_classes="dl-kb-row") as delete_row:
         doc_pick = gr.Dropdown(
             label=label("Document", "文档"),
             choices=[],
@@ -281,10 +300,10 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
     for closer, name in (
         (keep.click, "doc_delete_keep"),
         (doc_pick.change, "doc_delete_close"),
-        (kb_active.change, "doc_delete_close_kb"),
+        (kb_changed.then, "doc_delete_close_kb"),
     ):
         closer(handlers.close_confirmation, None, [confirm_row, pending], api_name=name, queue=False, **UNDOCUMENTED)
-    return docs_table, doc_pick, deleted
+    return docs_table, doc_pick, deleted, delete_row
 
 
 def build_trash(handlers: TrashHandlers, kb_active: gr.Dropdown, docs_table: gr.Dataframe) -> tuple:

@@ -51,7 +51,7 @@ class TrashHandlers:
     def refresh(self, request: gr.Request = None) -> tuple[Any, Any]:
         """Outputs: trash table, trash picker (nothing picked: restoring must be a choice)."""
         lang = lang_of(request)
-        entries = self.service.trash_entries()
+        entries = self.service.trash_entries(actor(request))
         rows = [
             [e.id, kind_name(e, lang), e.kb, e.file, when(e.deleted_at), e.deleted_by, when(e.expires_at)]
             for e in entries
@@ -76,7 +76,7 @@ class TrashHandlers:
         entry = self.service.restore(entry_id, new_name=(new_name or "").strip() or None, who=actor(request))
         shown = entry.kb if entry.kind == "kb" else current
         restored = md_literal(entry.file or entry.kb)
-        kb_update = kb_dropdown(self.service, shown)
+        kb_update = kb_dropdown(self.service, shown, actor(request))
         return (
             f"{icon('ok')} {text(lang, 'Restored', '已恢复')} **{restored}**",
             *self.refresh(request),
@@ -88,7 +88,7 @@ class TrashHandlers:
     def ask_empty(self, request: gr.Request = None) -> tuple:
         """Outputs: confirmation row, confirmation text."""
         lang = lang_of(request)
-        count = len(self.service.trash_entries())
+        count = len(self.service.trash_entries(actor(request)))
         if not count:
             return hidden(), ""
         return (

@@ -38,6 +38,7 @@ class UploadJob:
     user: str
     kb: str
     names: list[str]
+    who: str = "local"  # the login the service checks
     cancel: threading.Event = field(default_factory=threading.Event)
     cancelled_files: set[int] = field(default_factory=set)  # places of the files cancelled one by one
     event: Optional[ProgressEvent] = None
@@ -113,14 +114,17 @@ class UploadJobs:
         self._jobs: dict[tuple[str, str], UploadJob] = {}
         self._lock = threading.Lock()
 
-    def start(self, user: str, kb: str, paths: Sequence[Path], names: Sequence[str]) -> Optional[UploadJob]:
-        """Start an upload in the background; None when this user already uploads into this KB."""
+    def start(
+        self, user: str, kb: str, paths: Sequence[Path], names: Sequence[str], who: str = "local"
+    ) -> Optional[UploadJob]:
+        """Start an upload in the background; None when this user already uploads into this KB. ``who``:
+        the login the service checks (``user`` also tells browsers apart without logins)."""
         with self._lock:
             self._forget_old()
             current = self._jobs.get((user, kb))
             if current is not None and current.running:
                 return None
-            job = UploadJob(user, kb, list(names))
+            job = UploadJob(user, kb, list(names), who=who)
             self._jobs[(user, kb)] = job
         thread = threading.Thread(target=self._run, args=(job, list(paths)), name=f"doclens-upload-{kb}", daemon=True)
         thread.start()
@@ -136,6 +140,7 @@ class UploadJobs:
                 display_names=job.names,
                 on_result=job.record_result,
                 cancel_files=job.cancelled_files,
+                who=job.who,
             )
         except Exception as exc:  # shown to the user by the page polling the job
             job.error = exc

@@ -16,9 +16,9 @@ from tests.support.text_pdf import write_text_pdf
 PHYSICS = SAMPLES / "物理公式示例文档.pdf"
 
 
-def run(args: list[str], data_dir: Path) -> subprocess.CompletedProcess:
+def run(args: list[str], data_dir: Path, **env: str) -> subprocess.CompletedProcess:
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("DOCLENS_", "OPENAI_"))}
-    environ.update({"DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE)})
+    environ.update({"DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE), **env})
     return subprocess.run(
         [sys.executable, str(REPO_ROOT / "main.py"), *args],
         capture_output=True,
