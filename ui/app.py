@@ -15,8 +15,7 @@ from backend.settings import Settings
 from ui.access import Access
 from ui.api import register_api
 from ui.chat.handlers import ChatHandlers
-from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_update
-from ui.common import kb_names
+from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_of
 from ui.i18n.strings import (
     RESTORE_LOCALE_JS,
     SWITCH_LOCALE_JS,
@@ -214,7 +213,7 @@ def wire_page_load(
         api_name="page_load",
         **UNDOCUMENTED,
     )
-    loaded.then(lambda: empty_state_update(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
+    loaded.then(empty_state_of(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
     # The conversation view in the session's language (the layout is built before a session has one).
     loaded.then(chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
     loaded.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
@@ -257,9 +256,7 @@ def wire_tab_refresh(
             api_name=name,
             **UNDOCUMENTED,
         )
-        refreshed.then(
-            lambda: empty_state_update(service), None, chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED
-        )
+        refreshed.then(empty_state_of(service), None, chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
         chain_panel(refreshed, handlers, chat, name)
     kb_shown = kb_tab.select(lambda: None, None, None, api_name="kb_tab_shown", queue=False, **UNDOCUMENTED)
     kb.follow(kb_shown, chat.kb_select, "kb_tab_shown")
@@ -274,7 +271,7 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
     marker = service.settings.data_dir / FIRST_RUN_MARKER
     if marker.exists():
         return None
-    if kb_names(service):
+    if service.has_kbs():  # any at all, whoever may read them
         marker.touch()
         return None
     name = "默认知识库" if service.settings.ui.language == "zh" else "Default"

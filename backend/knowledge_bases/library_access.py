@@ -25,6 +25,10 @@ class LibraryAccess:
         """The knowledge bases ``who`` may read."""
         return [kb for kb in self.kbs.list() if self.roles.role(who, kb.name) >= Role.READER]
 
+    def has_kbs(self) -> bool:
+        """Whether any knowledge base exists (a fresh install has none), whoever may read it."""
+        return bool(self.kbs.list())
+
     def create_kb(self, name: str, who: str = LOCAL) -> KnowledgeBase:
         """A new knowledge base, owned by ``who`` when the app has logins."""
         created = self.kbs.create(name)

@@ -91,6 +91,7 @@ def test_the_owner_shares_as_reader_and_the_reader_only_asks(roles_app: RunningA
 
     reader = browsers()
     log_in(reader, roles_app.url, "bob")
+    assert reader.locator("#chat-empty").is_hidden(), "bob may read a KB: no 'create a knowledge base' panel"
     open_tab(reader, "Knowledge base")
     wait_idle(reader)
     assert KB in dropdown_options(reader, "kb-active")

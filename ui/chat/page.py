@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gradio as gr
 
@@ -12,7 +12,7 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import ALL_DOCUMENTS, all_documents_choice, kb_names
+from ui.common import ALL_DOCUMENTS, actor, all_documents_choice, kb_names
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
 
@@ -35,9 +35,18 @@ class ChatTab:
     fresh_view: list  # what a fresh conversation view resets
 
 
-def empty_state_update(service: DocLens) -> Any:
-    """The "nothing here yet" panel shows while there is no knowledge base at all."""
-    return gr.update(visible=not kb_names(service))
+def empty_state_update(service: DocLens, request: gr.Request = None) -> Any:
+    """The "nothing here yet" panel shows while there is no knowledge base this login may read."""
+    return gr.update(visible=not kb_names(service, actor(request)))
+
+
+def empty_state_of(service: DocLens) -> Callable[[gr.Request], Any]:
+    """``empty_state_update`` as a handler (Gradio passes the request by its annotation)."""
+
+    def update(request: gr.Request) -> Any:
+        return empty_state_update(service, request)
+
+    return update
 
 
 def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Optional[gr.State] = None) -> ChatTab:
