@@ -15,7 +15,7 @@ from backend import text
 from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
 from backend.errors import DocLensError, LLMError
 from backend.knowledge_bases import old_folders, reindex
-from backend.knowledge_bases.audit import LOCAL, AuditLog
+from backend.knowledge_bases.audit import LOCAL
 from backend.knowledge_bases.library_access import LibraryAccess
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.names import name_list
@@ -201,9 +201,6 @@ class DocLens(AuditedChanges, LibraryAccess):
         thread = threading.Thread(target=self.load_all, name="doclens-load-kbs", daemon=True)
         thread.start()
         return thread
-
-    def _audit(self) -> AuditLog:
-        return self.trash.audit
 
     def recover(self) -> None:
         """Finish or undo what a crash left half-done (moves into and out of the trash, documents still

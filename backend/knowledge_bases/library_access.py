@@ -6,20 +6,19 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from backend.knowledge_bases.audit import LOCAL, AuditLog
+from backend.knowledge_bases.audit import LOCAL
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.names import name_list
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.knowledge_bases.roles import Role, Roles
+from backend.knowledge_bases.trash import Trash
 from backend.types import DocumentInfo, DocumentPage, Figure, KnowledgeBase
 
 
 class LibraryAccess:
     kbs: KnowledgeBases
     roles: Roles
-
-    def _audit(self) -> AuditLog:
-        raise NotImplementedError  # the trash's audit log (DocLens)
+    trash: Trash  # its audit log records the shares
 
     def list_kbs(self, who: str = LOCAL) -> list[KnowledgeBase]:
         """The knowledge bases ``who`` may read."""
@@ -78,5 +77,5 @@ class LibraryAccess:
         self.roles.require(who, kb_name, Role.OWNER)
         self.kbs.open(kb_name, check_model=False)  # it exists
         shared = self.roles.share(kb_name, with_whom, role)
-        self._audit().record(who, "share_kb", kb=kb_name.strip(), to=with_whom.strip(), role=role.strip().lower())
+        self.trash.audit.record(who, "share_kb", kb=kb_name.strip(), to=with_whom.strip(), role=role.strip().lower())
         return shared

@@ -62,8 +62,11 @@ class Roles:
 
     # -- reading ------------------------------------------------------------------------------
 
+    def _may_do_everything(self, who: str) -> bool:
+        return not self.enforced or who in UNRESTRICTED or bool(self.admin and who == self.admin)
+
     def role(self, who: str, kb: str) -> Role:
-        if not self.enforced or who in UNRESTRICTED or (self.admin and who == self.admin):
+        if self._may_do_everything(who):
             return Role.OWNER
         if who == LOCAL or who not in self.logins:  # a call that named nobody gets nothing
             return Role.NONE
@@ -83,12 +86,14 @@ class Roles:
             raise AccessDenied(f"{who} may not {NEEDED_FOR[needed]} knowledge base '{kb.strip()}'")
 
     def require_admin(self, who: str, action: str) -> None:
-        if self.enforced and who not in UNRESTRICTED and not (self.admin and who == self.admin):
+        if not self._may_do_everything(who):
             raise AccessDenied(f"only the admin login may {action}")
 
     def grant(self, kb: str) -> dict:
         """Owner and shares as shown to the user (the default for a knowledge base without an entry)."""
-        found = self._grants().get(kb.strip())
+        return self._shown(self._grants().get(kb.strip()))
+
+    def _shown(self, found: Optional[dict]) -> dict:
         if found is None:
             return {"owner": self.admin or "admin", "shares": {EVERYONE: "editor"}}
         return {"owner": found.get("owner", ""), "shares": dict(found.get("shares", {}))}
@@ -122,7 +127,7 @@ class Roles:
             raise AccessDenied(f"'{name}' is not a login of this server (or * for everyone)")
         with self._lock:
             grants = self._grants()
-            grant = grants.setdefault(kb.strip(), self.grant(kb))
+            grant = grants[kb.strip()] = self._shown(grants.get(kb.strip()))
             if name == grant.get("owner"):
                 raise AccessDenied(f"{name} owns '{kb.strip()}' already")
             shares = grant.setdefault("shares", {})

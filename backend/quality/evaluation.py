@@ -18,7 +18,7 @@ from backend.quality.calibration import calibration_splits
 from backend.quality.metrics import SAMPLE_SEED, mean_metrics, percentile, question_metrics
 from backend.quality.paper_split import HALVES, paper_half
 from backend.retrieval.confidence import features
-from backend.service import DocLens
+from backend.service import LOCAL, DocLens
 from backend.types import SEARCH_MODES, ProgressCallback, ProgressEvent, SearchMode, SearchResult, Source
 
 log = logging.getLogger(__name__)
@@ -78,7 +78,7 @@ def run_eval(
     halves: bool = False,
     name_document: bool = False,
     kbs: int = 1,
-    who: str = "local",
+    who: str = LOCAL,
 ) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
     confidence is calibrated and checked on questions the library cannot answer too. ``halves``: metrics
@@ -149,11 +149,11 @@ def _eval_mode(
     mode: str,
     progress: Optional[ProgressCallback],
     leave_out_gold: bool = False,
-    who: str = "local",
+    who: str = LOCAL,
 ) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
-        details.append(_question_detail(service, kb_name, question, (mode, who), leave_out_gold))
+        details.append(_question_detail(service, kb_name, question, mode, leave_out_gold, who))
         if progress is not None and (index % 20 == 0 or index == len(questions)):
             progress(
                 ProgressEvent(
@@ -178,11 +178,10 @@ def _eval_mode(
 
 
 def _question_detail(
-    service: DocLens, kb_name: list[str], question: dict, asked: tuple[str, str], leave_out_gold: bool
+    service: DocLens, kb_name: list[str], question: dict, mode: str, leave_out_gold: bool, who: str
 ) -> dict:
     """One question searched (with its document left out, if asked): its metrics and what the
-    confidence and the abstention made of it. ``asked``: the mode, and the login asking."""
-    mode, who = asked
+    confidence and the abstention made of it. ``who``: the login asking."""
     result: Optional[SearchResult] = None
     sources: list[Source] = []
     if question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash

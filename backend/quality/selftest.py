@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from backend.errors import DocLensError
 from backend.quality.metrics import SAMPLE_SEED
-from backend.service import DocLens
+from backend.service import LOCAL, DocLens
 from backend.types import ProgressCallback, ProgressEvent, SearchMode
 
 _SENTENCE_END = re.compile(r"(?<=[。！？；!?;])|(?<=\.)\s+")
@@ -27,7 +27,7 @@ def selftest(
     kb_name: str,
     samples: int = 50,
     progress: Optional[ProgressCallback] = None,
-    who: str = "local",
+    who: str = LOCAL,
 ) -> dict[str, Any]:
     """``who``: the login running it (its role is checked on each call)."""
     chunks = [c for c in service.indexed_chunks(kb_name, who) if len(c.content) >= 30]

@@ -197,7 +197,7 @@ class ChatHandlers:
         yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
         kbs = kbs_asked(kb, also)
         answer = yield from self._stream_answer(
-            messages, kbs, question, turns, doc_filter, lock, llm_profile, (lang, actor(request))
+            messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request)
         )
         if answer is not None:
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
@@ -211,11 +211,11 @@ class ChatHandlers:
         doc_filter: Optional[str],
         lock: Optional[dict[str, Any]],
         llm_profile: Optional[LLMSettings],
-        asker: tuple[str, str],
+        lang: str,
+        who: str,
     ) -> Generator[tuple, None, Optional[Answer]]:
         """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning.
-        ``asker``: the page's language and the login asking."""
-        lang, who = asker
+        ``who``: the login asking."""
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""

@@ -9,15 +9,15 @@ from typing import Any, Optional
 
 import gradio as gr
 
-from backend.service import DocLens
+from backend.service import DocLens, Role
 from ui.common import actor, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
+from ui.knowledge_bases.handlers import hidden
 from ui.latex import md_literal
 
 UNDOCUMENTED = {"api_visibility": "undocumented"}
 EVERYONE = "*"
-RANKS = {"none": 0, "reader": 1, "editor": 2, "owner": 3}
 
 
 @dataclass
@@ -62,12 +62,12 @@ class SharingHandlers:
         if not self.service.roles.enforced or not kb:
             return (gr.update(visible=True), *[gr.update(visible=True)] * self.editor_parts, hidden(), "")
         role = self.service.role(kb, who)
-        rank = RANKS.get(role, 0)
+        rank = Role[role.upper()]
         line = access_line(self.service.access(kb, who), role, lang) if rank else ""
         return (
-            gr.update(visible=rank >= RANKS["owner"]),
-            *[gr.update(visible=rank >= RANKS["editor"])] * self.editor_parts,
-            gr.update(visible=rank >= RANKS["reader"]),
+            gr.update(visible=rank >= Role.OWNER),
+            *[gr.update(visible=rank >= Role.EDITOR)] * self.editor_parts,
+            gr.update(visible=rank >= Role.READER),
             line,
         )
 
@@ -80,10 +80,6 @@ class SharingHandlers:
         grant = self.service.share(kb, (login or "").strip(), role or "", who=who)
         done = text(lang, "Shared **{kb}**", "已共享 **{kb}**").format(kb=md_literal(kb))
         return f"{icon('ok')} {done}", access_line(grant, self.service.role(kb, who), lang)
-
-
-def hidden() -> Any:
-    return gr.update(visible=False)
 
 
 def build_sharing_panel(handlers: SharingHandlers, kb_active: gr.Dropdown) -> tuple[gr.Accordion, gr.Markdown]:

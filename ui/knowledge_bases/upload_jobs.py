@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from backend.service import LOCAL
 from backend.types import IngestResult, ProgressEvent
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ class UploadJob:
     user: str
     kb: str
     names: list[str]
-    who: str = "local"  # the login the service checks
+    who: str = LOCAL  # the login the service checks
     cancel: threading.Event = field(default_factory=threading.Event)
     cancelled_files: set[int] = field(default_factory=set)  # places of the files cancelled one by one
     event: Optional[ProgressEvent] = None
@@ -115,7 +116,7 @@ class UploadJobs:
         self._lock = threading.Lock()
 
     def start(
-        self, user: str, kb: str, paths: Sequence[Path], names: Sequence[str], who: str = "local"
+        self, user: str, kb: str, paths: Sequence[Path], names: Sequence[str], who: str = LOCAL
     ) -> Optional[UploadJob]:
         """Start an upload in the background; None when this user already uploads into this KB. ``who``:
         the login the service checks (``user`` also tells browsers apart without logins)."""
