@@ -13,7 +13,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 from backend.errors import KnowledgeBaseDeleted, KnowledgeBaseError
 from backend.types import DocumentInfo, DocumentPage, Figure
@@ -69,6 +69,8 @@ class Registry:
         self.folder = folder
         self.path = folder / "registry.sqlite3"
         self._lock = threading.Lock()
+        self._watch: Optional[sqlite3.Connection] = None  # only asks PRAGMA data_version
+        self._memos: dict[str, tuple[int, Any]] = {}  # what every question reads, by version()
         folder.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30)  # creates the file: _db only opens an existing one
         try:
@@ -95,6 +97,24 @@ class Registry:
                 raise
             finally:
                 conn.close()
+
+    def version(self) -> int:
+        """A number that changes whenever anyone (this process or another) commits to the registry: what
+        a question's lookups are cached by (a question reads them for every knowledge base it asks)."""
+        with self._lock:
+            if not self.path.exists():
+                raise KnowledgeBaseDeleted("the knowledge base was deleted")
+            if self._watch is None:
+                self._watch = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            return int(self._watch.execute("PRAGMA data_version").fetchone()[0])
+
+    def _memo(self, name: str, read: Callable[[], Any]) -> Any:
+        """``read()``'s answer, read again only after the registry changed."""
+        version = self.version()  # before the read: a commit in between only makes the next call read again
+        known = self._memos.get(name)
+        if known is None or known[0] != version:
+            known = self._memos[name] = (version, read())
+        return known[1]
 
     # -- documents ----------------------------------------------------------------------------
 
@@ -204,6 +224,9 @@ class Registry:
 
     def pending_ids(self) -> list[str]:
         """Every document a search leaves out: not complete yet, being removed, or in the trash."""
+        return list(self._memo("pending", self._read_pending_ids))
+
+    def _read_pending_ids(self) -> list[str]:
         with self._db() as db:
             return [r[0] for r in db.execute("SELECT doc_id FROM documents WHERE status!=?", (COMPLETE,))]
 
@@ -241,6 +264,9 @@ class Registry:
 
     def totals(self) -> tuple[int, int]:
         """(complete documents, their chunks)."""
+        return self._memo("totals", self._read_totals)
+
+    def _read_totals(self) -> tuple[int, int]:
         with self._db() as db:
             row = db.execute(
                 "SELECT COUNT(*), COALESCE(SUM(chunks), 0) FROM documents WHERE status=?", (COMPLETE,)

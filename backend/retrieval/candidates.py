@@ -35,6 +35,8 @@ class Query:
     where: SearchFilter
     mode: str
     scope: Optional[Scope] = None
+    keyword_limit: int = 0  # hits asked of each keyword search (0: retrieval.keyword_top_n)
+    dense_limit: int = 0  # hits asked of each dense search (0: retrieval.dense_top_n)
 
 
 @dataclass
@@ -59,32 +61,30 @@ class CandidateSearch:
     def find(self, query: Query) -> Candidates:
         dense_lists, keyword_runs = self._hit_lists(query)
         needing = _needing_vectors(query.plan, dense_lists, keyword_runs)
-        stored = self.store.vectors(query.collection, needing) if needing else {}
-        corrections = self._hub_corrections(query.plan, stored)
+        corrections = self._hub_corrections(query.plan, _vectors_of(needing, dense_lists, keyword_runs))
         dense_lists = [_corrected(hits, corrections) for hits in dense_lists]
         sources = collect_sources(dense_lists, keyword_runs)
         named_pages = self._named_page_sources(query, sources)
-        self._fill_similarity(query, sources, stored, corrections)
+        self._fill_similarity(query, sources, _vectors_of(list(sources), dense_lists, keyword_runs), corrections)
         return Candidates(query, dense_lists, keyword_runs, sources, named_pages)
 
     def _hit_lists(self, query: Query) -> tuple[list[list[Hit]], list[KeywordRun]]:
-        """The dense hits of each query vector and the keyword runs of each keyword query (those the mode uses)."""
+        """The dense hits of each query vector and the keyword runs of each keyword query (those the mode
+        uses): one request for all the vectors and one for all the keyword queries."""
         cfg = self.settings.retrieval
         dense_lists = (
-            [self.store.dense_search(query.collection, v, cfg.dense_top_n, query.where) for v in query.vectors]
+            self.store.dense_searches(
+                query.collection, list(query.vectors), query.dense_limit or cfg.dense_top_n, query.where
+            )
             if query.mode != "keyword"
             else []
         )
-        keyword_runs = (
-            [
-                KeywordRun(
-                    lang, self.store.keyword_search(query.collection, q, cfg.keyword_top_n, query.where), bridge, cfg
-                )
-                for q, lang, bridge in keyword_queries(query.plan, query.queries)
-            ]
-            if query.mode != "dense"
-            else []
-        )
+        keyword_runs = []
+        if query.mode != "dense":
+            runs = keyword_queries(query.plan, query.queries)
+            limit = query.keyword_limit or cfg.keyword_top_n
+            found = self.store.keyword_searches(query.collection, [q for q, _, _ in runs], limit, query.where)
+            keyword_runs = [KeywordRun(lang, hits, bridge, cfg) for (_, lang, bridge), hits in zip(runs, found)]
         return dense_lists, keyword_runs
 
     def _named_page_sources(self, query: Query, sources: dict[str, Source]) -> list[Source]:
@@ -154,6 +154,13 @@ def _needing_vectors(
             if question_plan.crosses(hit.row.lang) and question_plan.question_for(hit.row.lang) is None
         )
     )
+
+
+def _vectors_of(ids: list[str], dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> dict[str, np.ndarray]:
+    """The stored vectors of these chunk ids, as the searches returned them with their hits."""
+    wanted = set(ids)
+    hits = [hit for hits in dense_lists for hit in hits] + [hit for run in keyword_runs for hit in run.hits]
+    return {hit.row.id: hit.row.vector for hit in hits if hit.row.id in wanted and hit.row.vector is not None}
 
 
 def _corrected(hits: list[Hit], corrections: dict[str, float]) -> list[Hit]:

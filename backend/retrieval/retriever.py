@@ -26,8 +26,8 @@ import numpy as np
 
 from backend.errors import DocLensError
 from backend.retrieval import hubness
-from backend.retrieval.across import held, merged, picked_documents
-from backend.retrieval.candidates import CandidateSearch, Query
+from backend.retrieval.across import held, merged, picked_documents, share, short_of_dense, short_of_keywords
+from backend.retrieval.candidates import Candidates, CandidateSearch, Query
 from backend.retrieval.confidence import confidence
 from backend.retrieval.fusion import fuse, fuse_results
 from backend.retrieval.query_plan import plan
@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 MODES = SEARCH_MODES  # the one list lives in backend.types
 Translator = Callable[[str], Optional[str]]
 MAX_TRANSLATIONS = 2048  # questions whose translation is kept
+DENSE_SPREAD = 5  # see across.share: 15 of 30 from each of 10 (bench-search --kbs: fastest of 2, 3, 4, 5, 10)
 MAX_PARALLEL_KBS = 8  # knowledge bases of one question searched at a time
 # One pool for the process (a retriever is made again on each settings change); threads start on first use.
 _KB_SEARCHES = ThreadPoolExecutor(MAX_PARALLEL_KBS, thread_name_prefix="doclens-kb-search")
@@ -153,12 +154,7 @@ class Retriever:
         started = time.perf_counter()
         vectors: dict[tuple[str, ...], np.ndarray] = {}  # one embedding per wording, not per knowledge base
         queries = [self._query(part, asked, mode, vectors) for part in parts]
-        # The knowledge bases' searches wait on the store, not on Python: side by side, ten cost about one.
-        found = (
-            list(_KB_SEARCHES.map(self.candidates.find, queries))
-            if len(parts) > 1
-            else [self.candidates.find(queries[0])]
-        )
+        found = self._found(queries)
         for part, candidates in zip(parts, found):
             for source in candidates.sources.values():
                 source.kb = part.kb.name
@@ -174,6 +170,23 @@ class Retriever:
         )
         result.latency_ms = (time.perf_counter() - started) * 1000
         return result
+
+    def _found(self, queries: list[Query]) -> list[Candidates]:
+        """Each knowledge base's candidates. Across several, each first gives its share of the hits
+        (``across.share``), and those that may hold more of the merged lists' best give them all; the
+        searches run side by side (a server overlaps them; Milvus Lite answers one at a time)."""
+        if len(queries) == 1:
+            return [self.candidates.find(queries[0])]
+        cfg = self.settings.retrieval
+        dense = share(cfg.dense_top_n, len(queries), DENSE_SPREAD)
+        keyword = share(cfg.keyword_top_n, len(queries))
+        first = [replace(q, dense_limit=dense, keyword_limit=keyword) for q in queries]
+        found = list(_KB_SEARCHES.map(self.candidates.find, first))
+        again = set(short_of_dense(found, dense, cfg.dense_top_n) if dense < cfg.dense_top_n else [])
+        again |= set(short_of_keywords(found, keyword, cfg.keyword_top_n) if keyword < cfg.keyword_top_n else [])
+        for k, candidates in zip(again, _KB_SEARCHES.map(self.candidates.find, [queries[k] for k in again])):
+            found[k] = candidates
+        return found
 
     def _query(self, part: Part, asked: str, mode: str, vectors: dict[tuple[str, ...], np.ndarray]) -> Query:
         """``part.scope``: the document(s) the question names: searched alone, for the rest of the question."""

@@ -182,11 +182,11 @@ def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     """The longest run of a title's words the question repeats, if it is distinctive enough to be a name."""
     words = [(m.group().casefold(), m.span(), m.group()) for m in _WORD.finditer(text)]
     asked = {w for w, _, _ in words if _is_content(w)}
-    document_frequency = _title_word_frequency(catalog)
+    document_frequency = _title_word_frequency(tuple(catalog))
     best_score, best = 0.0, []
     for entry in catalog:
         for number, title in enumerate(entry.titles):
-            if asked.isdisjoint(w.casefold() for w in _WORD.findall(title)):
+            if asked.isdisjoint(_words_of(title)):
                 continue  # most titles share no word with the question: skip the run search
             # A first page's lines also hold section, company and journal names: taken from there, a title
             # counts only when the question says it as a name, and never as a single word.
@@ -202,7 +202,8 @@ def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     return [e for e, _ in best], [span for _, span in best]
 
 
-def _title_word_frequency(catalog: Sequence[CatalogEntry]) -> dict[str, int]:
+@functools.lru_cache(maxsize=64)  # a question asks it of each knowledge base; the catalogs seldom change
+def _title_word_frequency(catalog: tuple[CatalogEntry, ...]) -> dict[str, int]:
     frequency: dict[str, int] = {}
     for entry in catalog:
         for word in _title_words(entry):
@@ -218,7 +219,12 @@ def _file_stem(file: str) -> str:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _title_words(entry: CatalogEntry) -> frozenset[str]:
-    return frozenset(w.casefold() for title in entry.titles for w in _WORD.findall(title))
+    return frozenset().union(*map(_words_of, entry.titles))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _words_of(title: str) -> frozenset[str]:
+    return frozenset(w.casefold() for w in _WORD.findall(title))
 
 
 def _title_run(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
@@ -316,25 +322,37 @@ def named_pages_first(sources: list[Source], scope: Optional[Scope]) -> list[Sou
     return sorted(sources, key=lambda s: not on_named_pages(s, scope))
 
 
+_Cached = tuple[int, tuple[str, ...], list["CatalogEntry"]]  # registry version, complete doc ids, catalog
+
+
 class Catalogs:
     """The catalog of each knowledge base, rebuilt when its complete documents change."""
 
     def __init__(self) -> None:
-        self._cached: dict[str, tuple[tuple[str, ...], list[CatalogEntry]]] = {}
+        self._cached: dict[str, _Cached] = {}
         self._lock = threading.Lock()
 
     def get(self, collection: str, registry, excluded: Sequence[str] = ()) -> list[CatalogEntry]:
-        documents = registry.documents(status="complete")
-        key = tuple(sorted(d.doc_id for d in documents))
+        version = registry.version()  # unchanged: nothing to read (a question asks it of each knowledge base)
         with self._lock:
             cached = self._cached.get(collection)
-        if cached is None or cached[0] != key:
-            first = registry.first_pages()
-            entries = [catalog_entry(d.doc_id, d.file, first.get(d.doc_id, "")) for d in documents]
-            cached = (key, entries)
+        if cached is None or cached[0] != version:
+            cached = self._refreshed(registry, version, cached)
             with self._lock:
                 self._cached[collection] = cached
-        return [e for e in cached[1] if e.doc_id not in set(excluded)]
+        leaving_out = set(excluded)
+        return [e for e in cached[2] if e.doc_id not in leaving_out]
+
+    @staticmethod
+    def _refreshed(registry, version: int, cached: Optional[_Cached]) -> _Cached:
+        """The catalog after the registry changed: rebuilt only when its complete documents did (an upload
+        commits often; the first pages of 1,500 documents take 1-2 s to read)."""
+        documents = registry.documents(status="complete")
+        key = tuple(sorted(d.doc_id for d in documents))
+        if cached is not None and cached[1] == key:
+            return (version, key, cached[2])
+        first = registry.first_pages()
+        return (version, key, [catalog_entry(d.doc_id, d.file, first.get(d.doc_id, "")) for d in documents])
 
 
 def search_scope(

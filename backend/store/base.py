@@ -95,12 +95,24 @@ class VectorStore(ABC):
     def delete_documents(self, name: str, doc_ids: Iterable[str]) -> None: ...
 
     @abstractmethod
-    def dense_search(
-        self, name: str, vector: np.ndarray, limit: int, where: Optional[SearchFilter] = None
-    ) -> list[Hit]: ...
+    def dense_searches(
+        self, name: str, vectors: Sequence[np.ndarray], limit: int, where: Optional[SearchFilter] = None
+    ) -> list[list[Hit]]:
+        """Each vector's nearest rows (one request for all), each row with its vector."""
 
     @abstractmethod
-    def keyword_search(self, name: str, text: str, limit: int, where: Optional[SearchFilter] = None) -> list[Hit]: ...
+    def keyword_searches(
+        self, name: str, texts: Sequence[str], limit: int, where: Optional[SearchFilter] = None
+    ) -> list[list[Hit]]:
+        """Each text's BM25 hits (one request for all; an empty text finds nothing), each row with its vector."""
+
+    def dense_search(
+        self, name: str, vector: np.ndarray, limit: int, where: Optional[SearchFilter] = None
+    ) -> list[Hit]:
+        return self.dense_searches(name, [vector], limit, where)[0]
+
+    def keyword_search(self, name: str, text: str, limit: int, where: Optional[SearchFilter] = None) -> list[Hit]:
+        return self.keyword_searches(name, [text], limit, where)[0]
 
     @abstractmethod
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:

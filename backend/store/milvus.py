@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 import grpc
 import numpy as np
-from pymilvus import DataType, Function, FunctionType, MilvusClient
+from pymilvus import MilvusClient
 from pymilvus.exceptions import MilvusException
 
 from backend.errors import StoreError
@@ -27,7 +26,8 @@ from backend.store.lite import (
     served_here,
     store_locked,
 )
-from backend.store.rows import DESCRIPTION_PREFIX, MAX_CONTENT, description_properties, entity_to_row, row_to_entity
+from backend.store.rows import description_properties, entity_to_row, hits_of, row_to_entity, row_with_vector
+from backend.store.schema import chunk_schema, dense_index, index_params
 
 log = logging.getLogger(__name__)
 
@@ -36,9 +36,6 @@ READABLE_SCHEMAS = {"1", SCHEMA_VERSION}
 PROP_SCHEMA = "doclens.schema"
 PROP_MODEL = "doclens.embedding_model"
 PROP_DIM = "doclens.dim"
-# Milvus Lite 2.5 and the server alike: Chinese words via jieba, Latin words kept and lowercased (a question's
-# "transformer" finds "Transformer"; the query goes through the same analyzer).
-ANALYZER = {"tokenizer": "jieba", "filter": ["lowercase", "cnalphanumonly"]}
 LEGACY_OUTPUT_FIELDS = ["id", "doc_id", "filename", "page", "page_end", "chunk_index", "content"]
 OUTPUT_FIELDS = [*LEGACY_OUTPUT_FIELDS, "lang", "kind"]
 REQUIRED_FIELDS = {"id", "doc_id", "filename", "page", "page_end", "chunk_index", "content", "dense", "sparse"}
@@ -61,7 +58,7 @@ class MilvusStore(VectorStore):
         self.index_type = LITE_2X_INDEX if index_type == "HNSW" and self._embedded_2x else index_type
         self._loaded: set[str] = set()
         self._legacy: set[str] = set()  # schema-1 collections: no lang/kind fields
-        self._known = KnownCollections()  # listings answered while a collection loads
+        self._known = KnownCollections(sole_owner=is_lite(uri))  # listings answered while a collection loads
         self._lock = threading.RLock()
         self._client = self._connect(uri, token)
 
@@ -111,7 +108,13 @@ class MilvusStore(VectorStore):
         return infos
 
     def describe(self, name: str) -> Optional[CollectionInfo]:
-        return self._known.info(name) or (self._collection_info(name) if self.has_collection(name) else None)
+        known = self._known.info(name)
+        if known is not None:
+            return known
+        info = self._collection_info(name) if self.has_collection(name) else None
+        if info is not None:
+            self._known.described(info)
+        return info
 
     def _collection_info(self, name: str) -> Optional[CollectionInfo]:
         try:
@@ -134,9 +137,11 @@ class MilvusStore(VectorStore):
     def create_collection(self, name: str, dim: int, embedding_model: str) -> None:
         self._known.forget()
         props = {PROP_SCHEMA: SCHEMA_VERSION, PROP_MODEL: embedding_model, PROP_DIM: str(dim)}
-        schema = self._schema(dim, props)
+        schema = chunk_schema(self._client, dim, props)
         try:
-            self._client.create_collection(name, schema=schema, index_params=self._index_params(), properties=props)
+            self._client.create_collection(
+                name, schema=schema, index_params=index_params(self._client, self.index_type), properties=props
+            )
         except MilvusException as exc:
             if self.index_type != "HNSW" or "only support" not in _short(exc):
                 raise StoreError(f"Milvus ({self._where()}): create collection {name} failed: {_short(exc)}") from None
@@ -150,48 +155,11 @@ class MilvusStore(VectorStore):
                 self._client.create_collection,
                 name,
                 schema=schema,
-                index_params=self._index_params(),
+                index_params=index_params(self._client, self.index_type),
                 properties=props,
             )
         self._loaded.add(name)
-
-    def _index_params(self):
-        index = self._client.prepare_index_params()
-        index.add_index("dense", **self._dense_index())
-        index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
-        return index
-
-    def _schema(self, dim: int, props: Optional[dict[str, str]] = None):
-        # The properties go into the description too: Milvus Lite 2.5 drops collection properties.
-        schema = self._client.create_schema(
-            auto_id=False, enable_dynamic_field=False, description=DESCRIPTION_PREFIX + json.dumps(props or {})
-        )
-        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=128)
-        schema.add_field("doc_id", DataType.VARCHAR, max_length=128)
-        schema.add_field("filename", DataType.VARCHAR, max_length=1024)
-        schema.add_field("page", DataType.INT64)
-        schema.add_field("page_end", DataType.INT64)
-        schema.add_field("chunk_index", DataType.INT64)
-        schema.add_field("lang", DataType.VARCHAR, max_length=8)
-        schema.add_field("kind", DataType.VARCHAR, max_length=16)
-        schema.add_field(
-            "content", DataType.VARCHAR, max_length=MAX_CONTENT, enable_analyzer=True, analyzer_params=ANALYZER
-        )
-        schema.add_field("dense", DataType.FLOAT_VECTOR, dim=dim)
-        schema.add_field("sparse", DataType.SPARSE_FLOAT_VECTOR)
-        schema.add_function(
-            Function(
-                name="content_bm25",
-                function_type=FunctionType.BM25,
-                input_field_names=["content"],
-                output_field_names=["sparse"],
-            )
-        )
-        return schema
-
-    def _dense_index(self) -> dict[str, Any]:
-        params = {"HNSW": {"M": 16, "efConstruction": 200}, "IVF_FLAT": {"nlist": 128}}.get(self.index_type, {})
-        return {"index_type": self.index_type, "metric_type": "COSINE", "params": params}
+        self._known.forget()  # again: a describe that ran meanwhile may have remembered the old state
 
     def rename_collection(self, old: str, new: str) -> None:
         self._known.forget()
@@ -204,6 +172,8 @@ class MilvusStore(VectorStore):
             if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
                 raise StoreError(f"Milvus ({self._where()}): rename collection {old} failed: {exc.code()}") from None
             self._copy_collection(old, new)
+        finally:
+            self._known.forget()
         self._loaded.discard(old)
         if old in self._legacy:
             self._legacy.add(new)
@@ -247,7 +217,10 @@ class MilvusStore(VectorStore):
 
     def drop_collection(self, name: str) -> None:
         self._known.forget()
-        self._call(f"drop collection {name}", self._client.drop_collection, name)
+        try:
+            self._call(f"drop collection {name}", self._client.drop_collection, name)
+        finally:
+            self._known.forget()
         self._loaded.discard(name)
 
     def load(self, name: str) -> None:
@@ -271,7 +244,7 @@ class MilvusStore(VectorStore):
         self._call(f"release {name}", self._client.release_collection, name)
         self._call(f"drop index of {name}", self._client.drop_index, name, "dense")
         params = self._client.prepare_index_params()
-        params.add_index("dense", **self._dense_index())
+        params.add_index("dense", **dense_index(self.index_type))
         self._call(f"index {name}", self._client.create_index, name, params)
         log.info("collection %s: dense index %s replaced by %s", name, index.get("index_type"), LITE_2X_INDEX)
 
@@ -320,13 +293,15 @@ class MilvusStore(VectorStore):
         self.load(name)
         self._call(f"delete from {name}", self._client.delete, name, filter=in_list("doc_id", ids))
 
-    def dense_search(
-        self, name: str, vector: np.ndarray, limit: int, where: Optional[SearchFilter] = None
-    ) -> list[Hit]:
+    def dense_searches(
+        self, name: str, vectors: Sequence[np.ndarray], limit: int, where: Optional[SearchFilter] = None
+    ) -> list[list[Hit]]:
+        if not len(vectors):
+            return []
         self.load(name)
         filtered = where is not None and where.include_doc_ids is not None
         if filtered and where is not None:
-            exact = self._exact_dense_search(name, vector, limit, where)
+            exact = self._exact_dense_searches(name, vectors, limit, where)
             if exact is not None:
                 return exact
         params: dict[str, Any] = {"metric_type": "COSINE"}
@@ -336,18 +311,18 @@ class MilvusStore(VectorStore):
             f"search {name}",
             self._client.search,
             name,
-            data=[np.asarray(vector, dtype=np.float32).tolist()],
+            data=[np.asarray(vector, dtype=np.float32).tolist() for vector in vectors],
             anns_field="dense",
             limit=limit,
-            output_fields=self._output_fields(name),
+            output_fields=[*self._output_fields(name), "dense"],
             filter=filter_expression(where),
             search_params=params,
         )
-        return [Hit(entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+        return [hits_of(found) for found in result]
 
-    def _exact_dense_search(
-        self, name: str, vector: np.ndarray, limit: int, where: SearchFilter
-    ) -> Optional[list[Hit]]:
+    def _exact_dense_searches(
+        self, name: str, vectors: Sequence[np.ndarray], limit: int, where: SearchFilter
+    ) -> Optional[list[list[Hit]]]:
         """The full top-k within a few documents: their rows scored exactly (None: too many rows).
 
         Milvus Lite's HNSW walk ends after ``ef`` candidates, nearly all outside a one-document filter:
@@ -364,35 +339,46 @@ class MilvusStore(VectorStore):
         if len(rows) > EXACT_FILTER_ROWS:
             return None
         if not rows:
-            return []
+            return [[] for _ in vectors]
         matrix = np.asarray([r["dense"] for r in rows], dtype=np.float32)
-        query = np.asarray(vector, dtype=np.float32)
-        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-        scores = matrix @ query / np.where(norms == 0, 1.0, norms)
-        best = np.argsort(-scores, kind="stable")[:limit]
-        return [Hit(entity_to_row(rows[i]), float(scores[i])) for i in best]
+        stored = [row_with_vector(r) for r in rows]
+        norms = np.linalg.norm(matrix, axis=1)
+        found = []
+        for vector in vectors:
+            query = np.asarray(vector, dtype=np.float32)
+            scale = norms * (np.linalg.norm(query) or 1.0)
+            scores = matrix @ query / np.where(scale == 0, 1.0, scale)
+            best = np.argsort(-scores, kind="stable")[:limit]
+            found.append([Hit(stored[i], float(scores[i])) for i in best])
+        return found
 
-    def keyword_search(self, name: str, text: str, limit: int, where: Optional[SearchFilter] = None) -> list[Hit]:
-        if not text.strip():
-            return []
+    def keyword_searches(
+        self, name: str, texts: Sequence[str], limit: int, where: Optional[SearchFilter] = None
+    ) -> list[list[Hit]]:
+        asked = [i for i, text in enumerate(texts) if text.strip()]
+        found: list[list[Hit]] = [[] for _ in texts]
+        if not asked:
+            return found
         self.load(name)
         try:
             result = self._call(
                 f"keyword search {name}",
                 self._client.search,
                 name,
-                data=[text],
+                data=[texts[i] for i in asked],
                 anns_field="sparse",
                 limit=limit,
-                output_fields=self._output_fields(name),
+                output_fields=[*self._output_fields(name), "dense"],
                 filter=filter_expression(where),
                 search_params={"metric_type": "BM25"},
             )
         except StoreError:
             if self.count(name) == 0:  # Lite 2.5 divides by an average length of 0: "NaN ... sparse row"
-                return []
+                return found
             raise
-        return [Hit(entity_to_row(h["entity"]), float(h["distance"])) for h in result[0]]
+        for i, hits in zip(asked, result):
+            found[i] = hits_of(hits)
+        return found
 
     def vectors(self, name: str, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:

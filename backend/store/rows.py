@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 
 from backend.errors import StoreError
-from backend.store.base import ChunkRow
+from backend.store.base import ChunkRow, Hit
 
 DESCRIPTION_PREFIX = "DocLens chunks "  # then the collection's properties as JSON (model, dimensions, schema)
 MAX_CONTENT = 65535  # bytes of the VARCHAR content field
@@ -60,3 +60,14 @@ def entity_to_row(entity: dict[str, Any]) -> ChunkRow:
         lang=entity.get("lang") or "",
         kind=entity.get("kind") or "text",
     )
+
+
+def hits_of(result: Iterable[dict[str, Any]]) -> list[Hit]:
+    """One query's search hits, each row with its stored vector (so scoring a hit needs no second read)."""
+    return [Hit(row_with_vector(h["entity"]), float(h["distance"])) for h in result]
+
+
+def row_with_vector(entity: dict[str, Any]) -> ChunkRow:
+    row = entity_to_row(entity)
+    row.vector = np.asarray(entity["dense"], dtype=np.float32)
+    return row

@@ -4,6 +4,7 @@ its document list is filtered, sorted and paged in SQL."""
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,19 @@ def test_a_page_of_documents_refuses_what_it_cannot_do(tmp_path: Path) -> None:
     with pytest.raises(DocumentFilterTooLong):
         registry.documents_page(DocumentPage(contains="x" * (MAX_FILTER_CHARS + 1)))
     assert registry.documents_page(DocumentPage(limit=10**6)).limit == MAX_PAGE_ROWS
+
+
+def test_what_every_question_reads_follows_any_writer(tmp_path: Path) -> None:
+    """pending_ids and totals are kept between questions, and read again after a commit by this registry
+    or by another connection (another process's ingest)."""
+    registry = Registry(tmp_path / "kb")
+    registry.add_documents([replace(d, status="pending") for d in library(3)])
+    assert (registry.totals(), len(registry.pending_ids())) == ((0, 0), 3)
+    doc = registry.documents()[0]
+    registry.mark_complete(doc.doc_id, pages=2, ocr_pages=0, chunks=5, figures=0)
+    assert (registry.totals(), len(registry.pending_ids())) == ((1, 5), 2)
+    Registry(tmp_path / "kb").mark_complete(registry.pending_ids()[0], pages=1, ocr_pages=0, chunks=4, figures=0)
+    assert (registry.totals(), len(registry.pending_ids())) == ((2, 9), 1)
+    with sqlite3.connect(registry.path) as other:
+        other.execute("UPDATE documents SET status='complete', chunks=1 WHERE status='pending'")
+    assert (registry.totals(), registry.pending_ids()) == ((3, 10), [])

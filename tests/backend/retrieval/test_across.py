@@ -9,7 +9,11 @@ from typing import Iterator
 import pytest
 
 from backend.errors import DocLensError
+from backend.retrieval.across import share, short_of_dense, short_of_keywords
+from backend.retrieval.candidates import Candidates
+from backend.retrieval.query_plan import KeywordRun
 from backend.service import DocLens
+from backend.store.base import ChunkRow, Hit
 from tests.conftest import make_settings
 from tests.support.fake_openai import FakeOpenAI
 from tests.support.text_pdf import write_text_pdf
@@ -119,3 +123,41 @@ def test_a_follow_up_keeps_the_scope(service: DocLens, fake: FakeOpenAI) -> None
     answer = service.ask([HARBOUR, MOUNTAIN], "and its height?", history=history, doc=["observatory.pdf", "tides.pdf"])
     assert {s.file for s in answer.sources} <= {"observatory.pdf", "tides.pdf"}
     assert answer.sources[0].file == "observatory.pdf"
+
+
+# -- each knowledge base's share of the hits (across.share) ------------------------------------------
+
+
+def hits(*scores: float) -> list[Hit]:
+    return [Hit(ChunkRow(f"c{i}", "d", "a.pdf", 1, 1, i, "text"), s) for i, s in enumerate(scores)]
+
+
+def found(dense: list[list[Hit]] = (), keyword: list[list[Hit]] = ()) -> list[Candidates]:
+    return [
+        Candidates(None, [d] if dense else [], [KeywordRun("en", k)] if keyword else [], {}, [])  # type: ignore[arg-type]
+        for d, k in zip(dense or [[]] * len(keyword), keyword or [[]] * len(dense))
+    ]
+
+
+def test_each_kb_first_gives_its_share_of_a_list() -> None:
+    assert (share(30, 10), share(30, 10, spread=5), share(30, 1), share(30, 100), share(30, 4, spread=5)) == (
+        3,
+        15,
+        30,
+        1,
+        30,
+    )
+
+
+def test_keyword_hits_are_asked_again_only_when_another_kb_falls_short() -> None:
+    full = found(keyword=[hits(9, 8, 7), hits(5, 4, 3), hits(2, 1, 1)])
+    assert short_of_keywords(full, asked=3, top=9) == []  # the interleave keeps ranks 1-3 of each: all there
+    one_short = found(keyword=[hits(9, 8, 7), hits(5), hits(2, 1, 1)])
+    assert short_of_keywords(one_short, asked=3, top=9) == [0, 2]  # room for their 4th ranks
+
+
+def test_dense_hits_are_asked_again_of_a_kb_whose_share_all_ranks_high() -> None:
+    lists = found(dense=[hits(0.9, 0.88, 0.87), hits(0.5, 0.4, 0.3), hits(0.86, 0.2)])
+    # the union's best 4: 0.9, 0.88, 0.87, 0.86; only the first's share may hide more above 0.86
+    assert short_of_dense(lists, asked=3, top=4) == [0]
+    assert short_of_dense(lists, asked=3, top=9) == [0, 1]  # fewer than 9 in all: every full share

@@ -12,6 +12,7 @@ from backend.processes import free_port
 from backend.store.base import ChunkRow, SearchFilter
 from backend.store.filters import filter_expression, quote
 from backend.store.milvus import MilvusStore
+from backend.store.schema import chunk_schema, index_params
 
 DIM = 8
 
@@ -143,11 +144,9 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     uri = str(tmp_path / "milvus.db")
     old = MilvusStore(uri)
     legacy = {"doclens.schema": "1", "doclens.embedding_model": "m", "doclens.dim": str(DIM)}
-    schema = old._schema(DIM, legacy)
+    schema = chunk_schema(old._client, DIM, legacy)
     schema.fields[:] = [f for f in schema.fields if f.name not in ("lang", "kind")]
-    index = old._client.prepare_index_params()
-    index.add_index("dense", **old._dense_index())
-    index.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25")
+    index = index_params(old._client, old.index_type)
     old._client.create_collection("kb_6f6c64", schema=schema, index_params=index, properties=legacy)
     old.close()
     reopened = MilvusStore(uri)
@@ -268,3 +267,27 @@ def test_upsert_rewrites_rows_in_place_keyword_index_included(store):
     assert {c.filename for c in store.chunks("kb_7570")} == {"renamed.pdf"}
     assert [h.row.filename for h in store.keyword_search("kb_7570", "granite", 3)] == ["renamed.pdf"]
     assert np.allclose(store.vectors("kb_7570", ["d1:1"])["d1:1"], vec(1), atol=1e-5)
+
+
+def test_batched_searches_answer_each_query_with_the_rows_vectors(store):
+    store.create_collection("kb_6261", DIM, "test-model")
+    store.insert("kb_6261", rows("d1", ["alpha energy", "beta revenue", "gamma growth"]))
+    dense = store.dense_searches("kb_6261", [vec(0), vec(2)], 2)
+    assert [hits[0].row.id for hits in dense] == ["d1:0", "d1:2"]
+    assert np.allclose(dense[1][0].row.vector, vec(2), atol=1e-5)  # no second read to score a hit
+    keyword = store.keyword_searches("kb_6261", ["revenue", "  ", "growth"], 2)
+    assert [[h.row.id for h in hits] for hits in keyword] == [["d1:1"], [], ["d1:2"]]
+    assert np.allclose(keyword[2][0].row.vector, vec(2), atol=1e-5)
+    within = store.dense_searches("kb_6261", [vec(0), vec(1)], 1, SearchFilter(include_doc_ids=["d1"]))
+    assert [hits[0].row.id for hits in within] == ["d1:0", "d1:1"] and within[0][0].row.vector is not None
+
+
+def test_a_remembered_description_goes_with_its_collection(store):
+    store.create_collection("kb_6463", DIM, "model-a")
+    assert store.describe("kb_6463").embedding_model == "model-a"
+    store.drop_collection("kb_6463")
+    assert store.describe("kb_6463") is None
+    store.create_collection("kb_6463", DIM * 2, "model-b")
+    assert (store.describe("kb_6463").embedding_model, store.describe("kb_6463").dim) == ("model-b", DIM * 2)
+    store.rename_collection("kb_6463", "kb_6464")
+    assert store.describe("kb_6463") is None and store.describe("kb_6464").embedding_model == "model-b"
