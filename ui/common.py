@@ -11,13 +11,16 @@ from typing import Any, Callable, Optional, TypeVar
 import gradio as gr
 
 from backend.errors import DocLensError
+from backend.knowledge_bases.registry import MAX_FILTER_CHARS
 from backend.service import LOCAL, DocLens
+from backend.types import DocumentPage
 from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
 
 log = logging.getLogger(__name__)
 
 ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is called "*")
+PICKER_CHOICES = 100  # file names a document picker holds at once
 # Temporary knowledge bases the evaluation makes and deletes again: never offered to other sessions.
 _TEMPORARY_KB = re.compile(r"^(eval|bench) \d{8}-\d{6}( \d+)?$")  # " 2": one of a split library
 
@@ -120,8 +123,28 @@ def kb_dropdown(service: DocLens, current: Optional[str], who: str = LOCAL) -> A
 
 
 @shows_errors("list documents", outputs=_no_choices)
-def document_files(service: DocLens, kb: Optional[str], who: str = LOCAL) -> list[str]:
-    return [doc.file for doc in service.documents(kb, who)] if kb else []
+def document_files(service: DocLens, kb: Optional[str], who: str = LOCAL, typed: str = "") -> list[str]:
+    """The first PICKER_CHOICES file names (by name) containing ``typed``. A picker never carries a whole
+    library: 10,000 names kept the page from drawing for seconds; typing asks for the names that match
+    (``picker_matches``)."""
+    if not kb:
+        return []
+    asked = DocumentPage(contains=typed.strip()[:MAX_FILTER_CHARS], limit=PICKER_CHOICES)
+    return [doc.file for doc in service.documents_page(kb, asked, who).rows]
+
+
+def has_document(service: DocLens, kb: Optional[str], file: Optional[str], who: str = LOCAL) -> bool:
+    return bool(kb and file) and file in document_files(service, kb, who, typed=file or "")
+
+
+def picker_matches(service: DocLens, with_all: bool) -> Callable[..., Any]:
+    """A file picker's key_up handler: its choices become the file names that contain what is typed."""
+
+    def matches(kb: Optional[str], typed: gr.KeyUpData, request: gr.Request = None) -> Any:
+        files = document_files(service, kb, actor(request), typed.input_value or "")
+        return gr.update(choices=[all_documents_choice(), *files] if with_all else files)
+
+    return matches
 
 
 def all_documents_choice() -> tuple[Any, str]:
@@ -130,8 +153,9 @@ def all_documents_choice() -> tuple[Any, str]:
 
 def doc_filter_dropdown(service: DocLens, kb: Optional[str], current: Optional[str], who: str = LOCAL) -> Any:
     files = document_files(service, kb, who)
-    choices = [all_documents_choice(), *files]
-    return gr.update(choices=choices, value=current if current in files else ALL_DOCUMENTS)
+    kept = current in files or (current not in (None, ALL_DOCUMENTS) and has_document(service, kb, current, who))
+    choices = [all_documents_choice(), *files, *([current] if kept and current not in files else [])]
+    return gr.update(choices=choices, value=current if kept else ALL_DOCUMENTS)
 
 
 def selected_file(doc_filter: Optional[str]) -> Optional[str]:

@@ -8,8 +8,10 @@ one ranking over the union, not a block per knowledge base.
   one collection of the same chunks would return.
 - Keyword hits are not: BM25's IDF and length norms are each collection's own, so raw scores of two
   collections do not compare. Each knowledge base's keyword list is kept in its own order and the lists
-  are interleaved by rank (what RRF over the per-KB lists gives), cut to ``keyword_top_n``; a hit's
-  ``bm25_lead`` stays its share of its own collection's best hit.
+  are interleaved by rank (what RRF over the per-KB lists gives), cut to ``keyword_top_n``. A hit's
+  ``bm25_lead`` is its share of the best hit of them all, as in one collection: the share of its own
+  collection's best gave every knowledge base's best a lead of 1, and a question whose answer is in none
+  of them a confidence as if each had it (left-out questions: 39 % shown against 36 % in one collection).
 
 Each knowledge base is first asked for its share of each list (``share``): the rows a search returns cost
 more to decode than to find, and ten knowledge bases would otherwise read ten lists' worth. The ones whose
@@ -132,10 +134,10 @@ def _by_score(lists: Sequence[list[Hit]], top: int) -> list[Hit]:
 
 def _interleaved(runs: Sequence[KeywordRun], top: int) -> KeywordRun:
     """One keyword run: the first hit of each knowledge base, then the second of each, ... Scores become
-    each hit's share of its own run's best, so ``bm25_lead`` reads per collection."""
+    each hit's share of the best of all the runs (the module's docstring says why)."""
     ranked: list[tuple[int, float, Hit]] = []
+    leader = max((hit.score for run in runs for hit in run.hits), default=0.0)
     for run in runs:
-        leader = max((hit.score for hit in run.hits), default=0.0)
         for rank, hit in enumerate(run.hits):
             share = hit.score / leader if leader > 0 else 0.0
             ranked.append((rank, -share, Hit(hit.row, share)))

@@ -12,7 +12,7 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import ALL_DOCUMENTS, actor, all_documents_choice, kb_names
+from ui.common import ALL_DOCUMENTS, actor, all_documents_choice, kb_names, picker_matches
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
 
@@ -185,6 +185,15 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         handlers.clear, None, fresh_view, api_name="chat_kb_changed", queue=False, **UNDOCUMENTED
     )
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
+    doc_filter.key_up(
+        picker_matches(service, with_all=True),
+        kb_select,
+        doc_filter,
+        api_name="chat_doc_matches",
+        queue=False,
+        show_progress="hidden",
+        **UNDOCUMENTED,
+    )
     kb_changed.then(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
     kb_changed.then(
         handlers.also_ask_choices,

@@ -8,7 +8,7 @@ from typing import Any
 import gradio as gr
 
 from backend.service import DocLens
-from ui.common import kb_names, pick
+from ui.common import kb_names, pick, picker_matches
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
@@ -281,6 +281,15 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
         "doc-delete-confirmation", label("Yes, delete the file", "确认删除文件"), label("Keep it", "保留")
     )
     offer_on_select(table_parts, handlers.table, doc_pick)
+    doc_pick.key_up(
+        picker_matches(handlers.service, with_all=False),
+        kb_active,
+        doc_pick,
+        api_name="kb_file_matches",
+        queue=False,
+        show_progress="hidden",
+        **UNDOCUMENTED,
+    )
     pending = gr.State(None)
     doc_delete.click(
         handlers.ask_delete_document,
