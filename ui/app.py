@@ -10,6 +10,7 @@ from typing import Any, Optional
 
 import gradio as gr
 
+from backend.embedding.preparation import START_STEP
 from backend.service import DocLens
 from backend.settings import Settings
 from ui.access import Access
@@ -84,6 +85,7 @@ def preparation_step(lang: str, step: str) -> str:
         "q4:read": text(lang, "reading the bundled 4-bit weights", "读取内置的 4 位权重"),
         "q4:tokenizer": text(lang, "writing the tokenizer", "写出分词器"),
         "q4:write": text(lang, "writing the 4-bit ONNX model", "写出 4 位 ONNX 模型"),
+        START_STEP: text(lang, "starting", "开始"),
     }
     return steps.get(step, text(lang, "loading the model", "加载模型"))
 

@@ -20,6 +20,8 @@ log = logging.getLogger(__name__)
 BUILD_WEIGHTS = {"bundled": 1.0, "int8": 3.7, "onnxruntime": 0.4, "q4": 0.5}
 LOAD_SHARE = 0.05
 LOAD_STEP = "load"  # loading the built (or cached) model: the last step of every preparation
+START_STEP = "start"  # before the first build reports a step (or the cached model loads): never "load" first
+READY_STEP = "ready"  # the model is loaded: a console bar ends at 100 % here, not at "load: 95 %"
 
 PreparationListener = Callable[[str, float], None]  # (step key such as "int8:quantize", fraction of the whole)
 
@@ -54,7 +56,9 @@ def overall_fraction(plan: Sequence[str], build: str, done: float) -> float:
 
 def _build_listener(plan: Sequence[str], listener: PreparationListener) -> Callable[[str, str, float], None]:
     def on_step(build: str, step: str, done: float) -> None:
-        if done < 1.0:
+        if build == READY_STEP:
+            listener(READY_STEP, 1.0)
+        elif done < 1.0:
             listener(f"{build}:{step}", overall_fraction(plan, build, done))
         elif plan and build == plan[-1]:  # the last build is done: what is left is loading its result
             listener(LOAD_STEP, 1.0 - LOAD_SHARE)
@@ -85,7 +89,7 @@ class ModelState:
         self.preparing = False
         self.error = ""
         self.since = 0.0
-        self.step = LOAD_STEP  # loading only, until a build reports a step
+        self.step = START_STEP
         self.fraction: Optional[float] = None  # None: no build runs, so there is no fraction to show
         self.plan: tuple[str, ...] = ()
         self._done = threading.Event()
@@ -93,7 +97,7 @@ class ModelState:
 
     def started(self, settings: Settings) -> None:
         self.preparing, self.error, self.since = True, "", time.monotonic()
-        self.step, self.fraction = LOAD_STEP, None
+        self.step, self.fraction = START_STEP, None
         self.plan = build_plan(settings)
         self._done.clear()
         self._listener = _build_listener(self.plan, self.on_step)
@@ -111,12 +115,13 @@ class ModelState:
         seconds = self.seconds
         self.preparing, self.error = False, error
         self._done.set()
-        if self._listener is not None:
-            from backend.embedding.builds import remove_build_listener
+        from backend.embedding.builds import remove_build_listener, report_step
 
+        if self._listener is not None:
             remove_build_listener(self._listener)
         if not error:
             log.info("embedding model ready after %.0f s", seconds)
+            report_step(READY_STEP, READY_STEP, 1.0)  # to the console's bar (watch_model_preparation)
 
     def _report(self) -> None:
         while not self._done.wait(self.REPORT_SECONDS):

@@ -131,7 +131,8 @@ def test_model_preparation_shows_a_banner_with_the_builds_step_and_fraction(serv
     try:
         banner, timer = model_banner(service)
         assert banner["visible"] is True and timer["active"] is True
-        assert "Preparing the embedding model: loading the model" in banner["value"]
+        # "starting", not "loading the model" before the build's own steps (issue 26 item 12)
+        assert "Preparing the embedding model: starting" in banner["value"]
         assert "dl-indeterminate" in banner["value"]  # no build reported: no made-up percentage
         plan = service.model_state.plan
         assert plan in (("bundled", "int8"), ("bundled",), ("q4",))  # with VNNI, float, without VNNI

@@ -7,6 +7,7 @@ from typing import Optional
 
 from tqdm import tqdm
 
+from backend.embedding.preparation import READY_STEP
 from backend.types import ProgressEvent
 
 
@@ -63,7 +64,12 @@ class ModelPreparationBar:
         self._bar: Optional[tqdm] = None
 
     def __call__(self, step: str, fraction: float) -> None:
-        if not self.enabled:
+        if not self.enabled or (step == READY_STEP and self._bar is None):
+            return  # a cached model loads without a bar
+        if step == READY_STEP:
+            self._bar.set_description_str("embedding model ready", refresh=False)
+            self._bar.n = 1000
+            self.close()  # not held at "load 95%" until the command ends (serve: until shutdown)
             return
         if self._bar is None:
             self._bar = tqdm(total=1000, unit="", file=sys.stderr, bar_format="{l_bar}{bar}| {elapsed}")

@@ -3,8 +3,11 @@ ones were parsed, so their events come out of file order; the bar never goes bac
 
 from __future__ import annotations
 
+from backend.embedding.builds import report_step
+from backend.embedding.preparation import ModelState, watch_model_preparation
 from backend.types import ProgressEvent
-from ui.cli.progress import TerminalProgress
+from tests.conftest import make_settings
+from ui.cli.progress import ModelPreparationBar, TerminalProgress
 
 
 def test_the_upload_bar_never_goes_back_and_a_search_starts_afresh() -> None:
@@ -23,3 +26,25 @@ def test_the_upload_bar_never_goes_back_and_a_search_starts_afresh() -> None:
         searched = progress._bar.n
     assert shown == sorted(shown) and shown[-1] == 1000
     assert searched == 100
+
+
+def test_the_model_bar_ends_at_100_percent_when_the_model_is_ready(tmp_path, capsys) -> None:
+    """Issue 26 item 12: the console bar stayed at "load: 95%" until shutdown. It hears the model being
+    ready from the service's own preparation (ModelState.finished), closes at 100 %, and never opens for a
+    cached model."""
+    settings = make_settings(tmp_path)
+    bar = ModelPreparationBar()
+    with watch_model_preparation(settings, bar):
+        state = ModelState()
+        state.started(settings)
+        report_step("q4", "write", 0.5)
+        state.finished()  # loaded
+        assert bar._bar is None, "closed when the model is ready"
+    last = capsys.readouterr().err.replace("\r", "\n").strip().splitlines()[-1]
+    assert "embedding model ready" in last and "100%" in last, last
+    cached = ModelPreparationBar()
+    with watch_model_preparation(settings, cached):
+        state = ModelState()
+        state.started(settings)
+        state.finished()
+    assert cached._bar is None and "preparing" not in capsys.readouterr().err
