@@ -6,7 +6,7 @@ import functools
 import inspect
 import logging
 import re
-from typing import Any, Callable, Optional, TypeVar
+from typing import Any, Callable, Optional, TypeVar, Union
 
 import gradio as gr
 
@@ -14,7 +14,7 @@ from backend.errors import DocLensError
 from backend.knowledge_bases.registry import MAX_FILTER_CHARS
 from backend.service import LOCAL, DocLens
 from backend.types import DocumentPage
-from ui.i18n.strings import label, lang_of, text
+from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 
 log = logging.getLogger(__name__)
@@ -137,27 +137,34 @@ def has_document(service: DocLens, kb: Optional[str], file: Optional[str], who: 
     return bool(kb and file) and file in document_files(service, kb, who, typed=file or "")
 
 
-def picker_matches(service: DocLens, with_all: bool) -> Callable[..., Any]:
-    """A file picker's key_up handler: its choices become the file names that contain what is typed."""
+def picker_matches(service: DocLens) -> Callable[..., Any]:
+    """A file picker's key_up handler: its choices become the file names that contain what is typed (and
+    those already picked, which a multiselect keeps as its tokens)."""
 
-    def matches(kb: Optional[str], typed: gr.KeyUpData, request: gr.Request = None) -> Any:
+    def matches(kb: Optional[str], picked: DocFilter, typed: gr.KeyUpData, request: gr.Request = None) -> Any:
         files = document_files(service, kb, actor(request), typed.input_value or "")
-        return gr.update(choices=[all_documents_choice(), *files] if with_all else files)
+        return gr.update(choices=[*files, *(f for f in selected_files(picked) if f not in files)])
 
     return matches
 
 
-def all_documents_choice() -> tuple[Any, str]:
-    return label("all documents", "全部文档"), ALL_DOCUMENTS
+DocFilter = Union[str, list[str], None]  # the Chat tab's multiselect; a single name (or "*") from the API
 
 
-def doc_filter_dropdown(service: DocLens, kb: Optional[str], current: Optional[str], who: str = LOCAL) -> Any:
+def doc_filter_dropdown(service: DocLens, kb: Optional[str], current: DocFilter, who: str = LOCAL) -> Any:
+    """The Chat tab's document picker for ``kb``: the first names, and those picked that it still holds."""
     files = document_files(service, kb, who)
-    kept = current in files or (current not in (None, ALL_DOCUMENTS) and has_document(service, kb, current, who))
-    choices = [all_documents_choice(), *files, *([current] if kept and current not in files else [])]
-    return gr.update(choices=choices, value=current if kept else ALL_DOCUMENTS)
+    kept = [f for f in selected_files(current) if f in files or has_document(service, kb, f, who)]
+    return gr.update(choices=[*files, *(f for f in kept if f not in files)], value=kept)
 
 
-def selected_file(doc_filter: Optional[str]) -> Optional[str]:
-    """The doc-filter value as a file name, or None for all documents."""
-    return None if not doc_filter or doc_filter == ALL_DOCUMENTS else doc_filter
+def selected_files(doc_filter: DocFilter) -> list[str]:
+    """The documents picked (none: all of them)."""
+    picked = doc_filter if isinstance(doc_filter, list) else [doc_filter]
+    return [f for f in picked if f and f != ALL_DOCUMENTS]
+
+
+def selected_file(doc_filter: DocFilter) -> Optional[str]:
+    """The one document picked, or None (all documents, or several): what a summary is of."""
+    picked = selected_files(doc_filter)
+    return picked[0] if len(picked) == 1 else None

@@ -12,6 +12,7 @@ from backend.settings import LLMSettings
 from backend.types import Answer, Figure, Source
 from ui.chat import panels
 from ui.common import (
+    DocFilter,
     actor,
     doc_filter_dropdown,
     document_files,
@@ -19,6 +20,7 @@ from ui.common import (
     kb_dropdown,
     kb_names,
     selected_file,
+    selected_files,
     shows_errors,
     warning_md,
 )
@@ -105,11 +107,11 @@ class ChatHandlers:
 
     # -- page and knowledge-base refresh -------------------------------------------------------
 
-    def refresh_choices(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> tuple:
+    def refresh_choices(self, kb: Optional[str], doc_filter: DocFilter, request: gr.Request = None) -> tuple:
         kb_update = kb_dropdown(self.service, kb, actor(request))
         return kb_update, doc_filter_dropdown(self.service, kb_update["value"], doc_filter, actor(request))
 
-    def refresh_documents(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> Any:
+    def refresh_documents(self, kb: Optional[str], doc_filter: DocFilter, request: gr.Request = None) -> Any:
         return doc_filter_dropdown(self.service, kb, doc_filter, actor(request))
 
     def also_ask_choices(self, kb: Optional[str], also: Optional[list[str]], request: gr.Request = None) -> Any:
@@ -117,21 +119,23 @@ class ChatHandlers:
         others = [name for name in kb_names(self.service, actor(request)) if name != kb]
         return gr.update(choices=others, value=[name for name in also or [] if name in others])
 
-    def panel_file(self, kb: Optional[str], doc_filter: Optional[str], who: str) -> Optional[str]:
-        """The document the side panel shows: the filter's, or the only document of the knowledge base."""
+    def panel_file(self, kb: Optional[str], doc_filter: DocFilter, who: str) -> Optional[str]:
+        """The document the side panel shows: the one picked, or the only document of the knowledge base
+        (none when several are picked)."""
         file = selected_file(doc_filter)
-        if file or not kb:
+        if file or not kb or selected_files(doc_filter):
             return file
         files = document_files(self.service, kb, who)
         return files[0] if len(files) == 1 else None
 
     @shows_errors("list figures", outputs=lambda line, kb, **_: _no_figures(kb, line))
     def figure_gallery(
-        self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None
+        self, kb: Optional[str], doc_filter: DocFilter, request: gr.Request = None
     ) -> tuple[Any, list[dict[str, Any]]]:
         if not kb:
             return gr.update(value=[]), []
-        figures = self.service.figures(kb, selected_file(doc_filter), who=actor(request))
+        picked = selected_files(doc_filter)
+        figures = [f for file in picked or [None] for f in self.service.figures(kb, file, who=actor(request))]
         shown = [(f, self.shown.show(f.path)) for f in figures]
         shown = [(f, path) for f, path in shown if path]
         return (
@@ -145,7 +149,7 @@ class ChatHandlers:
         return f"{caption}: {figure.caption[:60]}" if figure.caption else caption
 
     @shows_errors("summarise the document")
-    def summary(self, kb: Optional[str], doc_filter: Optional[str], request: gr.Request = None) -> str:
+    def summary(self, kb: Optional[str], doc_filter: DocFilter, request: gr.Request = None) -> str:
         lang = lang_of(request)
         file = self.panel_file(kb, doc_filter, actor(request))
         if not file:
@@ -158,7 +162,7 @@ class ChatHandlers:
         self,
         question: str,
         kb: Optional[str],
-        doc_filter: Optional[str],
+        doc_filter: DocFilter,
         messages: list[Any],
         turns: list[dict[str, str]],
         lock: Optional[dict[str, Any]],
@@ -208,7 +212,7 @@ class ChatHandlers:
         kbs: list[str],
         question: str,
         turns: list[dict[str, str]],
-        doc_filter: Optional[str],
+        doc_filter: DocFilter,
         lock: Optional[dict[str, Any]],
         llm_profile: Optional[LLMSettings],
         lang: str,
@@ -219,13 +223,14 @@ class ChatHandlers:
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
-        file = selected_file(doc_filter)  # a document of the first knowledge base (file names hold no "/")
+        # documents of the first knowledge base (file names hold no "/")
+        picked = [f"{kbs[0]}/{file}" if len(kbs) > 1 else file for file in selected_files(doc_filter)]
         try:
             for update in self.service.ask_stream(
                 kbs,
                 question,
                 history=list(turns or []),
-                doc=f"{kbs[0]}/{file}" if file and len(kbs) > 1 else file,
+                doc=picked or None,
                 figure_id=(lock or {}).get("id"),
                 llm_profile=llm_profile,
                 who=who,

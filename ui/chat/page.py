@@ -12,7 +12,7 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import ALL_DOCUMENTS, actor, all_documents_choice, kb_names, picker_matches
+from ui.common import actor, kb_names, picker_matches
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
 
@@ -81,10 +81,11 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
                     scale=1,
                     min_width=160,
                 )
-                doc_filter = gr.Dropdown(
-                    label=label("Document", "文档"),
-                    choices=[all_documents_choice()],
-                    value=ALL_DOCUMENTS,
+                doc_filter = gr.Dropdown(  # several may be picked; none: all documents
+                    label=label("Documents (none: all)", "文档（不选即全部）"),
+                    choices=[],
+                    value=[],
+                    multiselect=True,
                     allow_custom_value=True,
                     elem_id="doc-filter",
                     scale=1,
@@ -186,8 +187,8 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     )
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
     doc_filter.key_up(
-        picker_matches(service, with_all=True),
-        kb_select,
+        picker_matches(service),
+        [kb_select, doc_filter],
         doc_filter,
         api_name="chat_doc_matches",
         queue=False,

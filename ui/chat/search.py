@@ -15,7 +15,7 @@ from backend.service import DocLens
 from backend.types import SearchResult
 from ui.chat import panels
 from ui.chat.handlers import ChatHandlers, normalize_messages, source_state
-from ui.common import actor, error_text, selected_file, warning_md
+from ui.common import DocFilter, actor, error_text, selected_files, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.latex import document_text, literal_text, md_literal
 
@@ -52,7 +52,7 @@ class SearchHandlers:
         self,
         question: str,
         kb: Optional[str],
-        doc_filter: Optional[str],
+        doc_filter: DocFilter,
         messages: list[Any],
         answer_sources: Optional[list[list[dict[str, Any]]]],
         request: gr.Request = None,
@@ -70,7 +70,7 @@ class SearchHandlers:
             messages.append({"role": "assistant", "content": warning_md(choose_kb(lang))})
             return messages, "", skip, skip, skip, skip, skip
         try:
-            result = self.service.search(kb, question, doc=selected_file(doc_filter), who=actor(request))
+            result = self.service.search(kb, question, doc=selected_files(doc_filter) or None, who=actor(request))
         except Exception as exc:
             messages.append({"role": "assistant", "content": warning_md(error_text(exc, "search the documents", lang))})
             return messages, "", skip, skip, skip, skip, skip

@@ -282,8 +282,8 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
     )
     offer_on_select(table_parts, handlers.table, doc_pick)
     doc_pick.key_up(
-        picker_matches(handlers.service, with_all=False),
-        kb_active,
+        picker_matches(handlers.service),
+        [kb_active, doc_pick],
         doc_pick,
         api_name="kb_file_matches",
         queue=False,

@@ -287,3 +287,28 @@ def test_the_sources_table_is_in_the_order_of_its_relevance(service: DocLens) ->
         clicked = handlers.show_page(index, KB, last_sources)
         cited = handlers.show_cited(f"{len(last_sources) - 1}:{row[0]}", KB, last_sources)
         assert clicked["value"] == cited["value"], f"row {index} opens source {row[0]}"
+
+
+def two_docs(service: DocLens) -> str:
+    if "two docs" not in kb_names(service):
+        service.create_kb("two docs")
+        results = service.ingest("two docs", [SAMPLES / PHYSICS, SAMPLES / "计算机科学示例文档.pdf"])
+        assert [r.status for r in results] == ["indexed", "indexed"], results
+    return "two docs"
+
+
+def test_several_picked_documents_scope_the_question_and_the_panel(service: DocLens) -> None:
+    """Issue 27 item 1: in the chat, all documents, one, or several picked. The picker is a multiselect;
+    a question about the other document, asked with only the physics file picked, finds only it; with both
+    picked it finds the other; the summary is of one picked document only."""
+    kb, other = two_docs(service), "计算机科学示例文档.pdf"
+    handlers = ChatHandlers(service)
+    asked = "计算机科学示例文档 讲了哪些算法和数据结构？"
+    one = run_send(service, asked, kb=kb, doc_filter=[PHYSICS])[-1][8][-1]
+    both = run_send(service, asked, kb=kb, doc_filter=[PHYSICS, other])[-1][8][-1]
+    assert {s["file"] for s in one} == {PHYSICS}
+    assert both[0]["file"] == other and {s["file"] for s in both} <= {PHYSICS, other}
+    assert PHYSICS in handlers.summary(kb, [PHYSICS])
+    assert "Choose a document" in handlers.summary(kb, [PHYSICS, other]), "no summary of two at once"
+    update = handlers.refresh_documents(kb, [PHYSICS, "gone.pdf"])
+    assert update["value"] == [PHYSICS] and set(update["choices"]) == {PHYSICS, other}
