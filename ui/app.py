@@ -206,6 +206,8 @@ def wire_page_load(
         queue=False,
         **UNDOCUMENTED,
     )
+    # The banner first: on a first start the build holds both cores and every later step of the load waits.
+    located.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
     # Gradio re-translates only the shown tab's label after a locale change: set all three here.
     located.then(tab_labels, None, tabs, api_name="page_tab_labels", **UNDOCUMENTED)
     loaded = located.then(
@@ -218,7 +220,6 @@ def wire_page_load(
     loaded.then(empty_state_of(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
     # The conversation view in the session's language (the layout is built before a session has one).
     loaded.then(chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
-    loaded.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
     chain_panel(loaded, chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")
     located.then(

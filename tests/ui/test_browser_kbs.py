@@ -121,6 +121,16 @@ BUNDLED_STEPS = (
 )
 
 
+# Every step the banner names, in the order shown (the text between "model: " and " (").
+BANNER_STEPS_JS = """
+window.bannerSteps = [];
+setInterval(() => {
+  const match = (document.querySelector('#model-banner')?.innerText || '').match(/model: (.*?) \\(/);
+  if (match && window.bannerSteps[window.bannerSteps.length - 1] !== match[1]) window.bannerSteps.push(match[1]);
+}, 100);
+"""
+
+
 def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_page, tmp_path) -> None:
     """Item 9: a fresh data folder and an empty model cache: the banner names the build's step with its
     percentage, a knowledge base is created at once, and an upload started meanwhile is kept (its progress
@@ -133,9 +143,11 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         DOCLENS_EMBEDDING_CACHE_DIR=str(tmp_path / "empty-cache"),
         DOCLENS_EMBEDDING_DTYPE="float32",
     ) as app:
+        page.add_init_script(BANNER_STEPS_JS)
         page.goto(app.url)
         banner = page.locator("#model-banner")
         banner.get_by_text("Preparing the embedding model").wait_for(timeout=60_000)
+        shown_after = page.evaluate("performance.now()")
         open_tab(page, "Knowledge base")
         field(page, "kb-new-name").fill("early")
         page.locator("#kb-create").click()
@@ -155,6 +167,11 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         )
         page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
         banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
+        steps = page.evaluate("window.bannerSteps")
+        print(f"\nfirst start: the banner {shown_after:.0f} ms after navigation; its steps: {steps}")
+        # Item 12: "loading the model" came before the build's own steps; now it is the last one
+        loading = [i for i, step in enumerate(steps) if step == "loading the model"]
+        assert not loading or loading[0] > max(i for i, step in enumerate(steps) if step in BUNDLED_STEPS), steps
         status.get_by_text("indexed").wait_for(timeout=INGEST_TIMEOUT_MS)
         page.wait_for_function(
             "(name) => document.querySelector('#docs-table')?.innerText.includes(name)", arg=SAMPLE_PDF.name
