@@ -12,7 +12,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Iterator, Optional, Sequence
 
 from backend import text
-from backend.embedding.preparation import ModelState, watch_model_preparation  # noqa: F401 - the CLI's bar
+from backend.embedding.preparation import (  # noqa: F401 - the CLI's bar and the page's banner
+    READY_STEP,
+    START_STEP,
+    ModelState,
+    watch_model_preparation,
+)
 from backend.errors import DocLensError, LLMError
 from backend.knowledge_bases import old_folders, reindex
 from backend.knowledge_bases.audit import LOCAL

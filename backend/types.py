@@ -88,6 +88,9 @@ class DocumentInfo:
 DOCUMENT_SORTS = ("file", "pages", "chunks", "size", "added", "status")
 
 
+MAX_FILTER_CHARS = 200  # of DocumentPage.contains
+
+
 @dataclass
 class DocumentPage:
     """One page of a knowledge base's document list, filtered and sorted where the documents are kept (a

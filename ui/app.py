@@ -10,8 +10,7 @@ from typing import Any, Optional
 
 import gradio as gr
 
-from backend.embedding.preparation import START_STEP
-from backend.service import DocLens
+from backend.service import START_STEP, DocLens
 from backend.settings import Settings
 from ui.access import Access
 from ui.api import register_api

@@ -11,9 +11,8 @@ from typing import Any, Callable, Optional, TypeVar, Union
 import gradio as gr
 
 from backend.errors import DocLensError
-from backend.knowledge_bases.registry import MAX_FILTER_CHARS
 from backend.service import LOCAL, DocLens
-from backend.types import DocumentPage
+from backend.types import MAX_FILTER_CHARS, DocumentPage
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 

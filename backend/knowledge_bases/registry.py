@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
 from backend.errors import KnowledgeBaseDeleted, KnowledgeBaseError
-from backend.types import DocumentInfo, DocumentPage, Figure
+from backend.types import MAX_FILTER_CHARS, DocumentInfo, DocumentPage, Figure
 
 PENDING = "pending"
 COMPLETE = "complete"
@@ -57,7 +57,6 @@ _SORT_COLUMNS = {
     "status": "status",
 }
 MAX_PAGE_ROWS = 200
-MAX_FILTER_CHARS = 200
 
 
 class DocumentFilterTooLong(KnowledgeBaseError):

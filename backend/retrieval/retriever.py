@@ -182,8 +182,10 @@ class Retriever:
         keyword = share(cfg.keyword_top_n, len(queries))
         first = [replace(q, dense_limit=dense, keyword_limit=keyword) for q in queries]
         found = list(_KB_SEARCHES.map(self.candidates.find, first))
-        again = set(short_of_dense(found, dense, cfg.dense_top_n) if dense < cfg.dense_top_n else [])
-        again |= set(short_of_keywords(found, keyword, cfg.keyword_top_n) if keyword < cfg.keyword_top_n else [])
+        again = sorted(
+            set(short_of_dense(found, dense, cfg.dense_top_n) if dense < cfg.dense_top_n else [])
+            | set(short_of_keywords(found, keyword, cfg.keyword_top_n) if keyword < cfg.keyword_top_n else [])
+        )
         for k, candidates in zip(again, _KB_SEARCHES.map(self.candidates.find, [queries[k] for k in again])):
             found[k] = candidates
         return found

@@ -341,7 +341,6 @@ class MilvusStore(VectorStore):
         if not rows:
             return [[] for _ in vectors]
         matrix = np.asarray([r["dense"] for r in rows], dtype=np.float32)
-        stored = [row_with_vector(r) for r in rows]
         norms = np.linalg.norm(matrix, axis=1)
         found = []
         for vector in vectors:
@@ -349,7 +348,7 @@ class MilvusStore(VectorStore):
             scale = norms * (np.linalg.norm(query) or 1.0)
             scores = matrix @ query / np.where(scale == 0, 1.0, scale)
             best = np.argsort(-scores, kind="stable")[:limit]
-            found.append([Hit(stored[i], float(scores[i])) for i in best])
+            found.append([Hit(row_with_vector(rows[i]), float(scores[i])) for i in best])  # of 5,000: the best
         return found
 
     def keyword_searches(

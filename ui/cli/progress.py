@@ -7,7 +7,7 @@ from typing import Optional
 
 from tqdm import tqdm
 
-from backend.embedding.preparation import READY_STEP
+from backend.service import READY_STEP
 from backend.types import ProgressEvent
 
 
