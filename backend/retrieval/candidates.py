@@ -60,12 +60,13 @@ class CandidateSearch:
 
     def find(self, query: Query) -> Candidates:
         dense_lists, keyword_runs = self._hit_lists(query)
+        stored = _hit_vectors(dense_lists, keyword_runs)
         needing = _needing_vectors(query.plan, dense_lists, keyword_runs)
-        corrections = self._hub_corrections(query.plan, _vectors_of(needing, dense_lists, keyword_runs))
+        corrections = self._hub_corrections(query.plan, {cid: stored[cid] for cid in needing if cid in stored})
         dense_lists = [_corrected(hits, corrections) for hits in dense_lists]
         sources = collect_sources(dense_lists, keyword_runs)
         named_pages = self._named_page_sources(query, sources)
-        self._fill_similarity(query, sources, _vectors_of(list(sources), dense_lists, keyword_runs), corrections)
+        self._fill_similarity(query, sources, stored, corrections)
         return Candidates(query, dense_lists, keyword_runs, sources, named_pages)
 
     def _hit_lists(self, query: Query) -> tuple[list[list[Hit]], list[KeywordRun]]:
@@ -156,11 +157,10 @@ def _needing_vectors(
     )
 
 
-def _vectors_of(ids: list[str], dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> dict[str, np.ndarray]:
-    """The stored vectors of these chunk ids, as the searches returned them with their hits."""
-    wanted = set(ids)
+def _hit_vectors(dense_lists: list[list[Hit]], keyword_runs: list[KeywordRun]) -> dict[str, np.ndarray]:
+    """The stored vector of every hit, as the searches returned it with the hit."""
     hits = [hit for hits in dense_lists for hit in hits] + [hit for run in keyword_runs for hit in run.hits]
-    return {hit.row.id: hit.row.vector for hit in hits if hit.row.id in wanted and hit.row.vector is not None}
+    return {hit.row.id: hit.row.vector for hit in hits if hit.row.vector is not None}
 
 
 def _corrected(hits: list[Hit], corrections: dict[str, float]) -> list[Hit]:

@@ -123,15 +123,6 @@ def test_the_documents_table_pages_filters_and_sorts_10000_documents(library_app
     open_tab(page, "Knowledge base")
     wait_for_table(page, "paper_00001.pdf", "1–20 of 10,000")
     first_paint = page.evaluate("performance.now()")
-    import json as _j
-
-    print("DBGNAV", _j.dumps(page.evaluate("JSON.stringify(performance.getEntriesByType('navigation')[0])")))
-    print(
-        "DBGRES",
-        page.evaluate(
-            "performance.getEntriesByType('resource').filter(r => r.name.includes('gradio_api')).map(r => [r.name.split('/').slice(-2).join('/'), Math.round(r.startTime), Math.round(r.responseEnd)]).join('\\n')"
-        ),
-    )
     assert page.locator(DOC_ROWS).count() <= 20, "one page of rows, never the library"
     wait_idle(page)
     next_ms = timed(lambda: page.locator("#docs-next").click(), page, "21–40 of 10,000")
