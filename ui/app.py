@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -30,6 +31,7 @@ from ui.i18n.strings import (
 from ui.knowledge_bases.handlers import KBHandlers
 from ui.knowledge_bases.page import KBTab, build_kb_tab
 from ui.settings.page import SettingsFields, build_settings_tab
+from ui.starting_page import StartingPage
 from ui.web_files import ReceivedUploads, shown_files
 
 log = logging.getLogger(__name__)
@@ -40,6 +42,7 @@ SCRIPT_PATH = ASSETS / "doclens.js"
 LOGO_PATH = ASSETS / "logo.svg"
 FIRST_RUN_MARKER = ".doclens-initialized"
 UNDOCUMENTED = {"api_visibility": "undocumented"}
+MODEL_DELAY_S = 6.0
 
 
 def theme() -> gr.themes.Base:
@@ -150,84 +153,105 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         register_api(service, uploads)
         wire_cross_tab(chat_handlers, chat, kb)
         wire_tab_refresh(service, chat_handlers, chat, kb, chat_tab, kb_tab, tabs)
-        wire_page_load(
-            demo,
-            service,
-            chat_handlers,
-            chat,
-            kb,
-            settings_fields,
-            language,
-            [chat_tab, kb_tab, settings_tab],
-            banner,
-            banner_timer,
-        )
-        # The switch reloads the page in the new language (see ui/i18n/strings.py); nothing to update here.
-        language.input(
-            None, language, None, js=SWITCH_LOCALE_JS, api_name="switch_language", queue=False, **UNDOCUMENTED
-        )
+        tab_list = [chat_tab, kb_tab, settings_tab]
+        page = Page(service, chat_handlers, chat, kb, settings_fields, language, tab_list, banner, banner_timer)
+        wire_page_load(demo, page)
+        wire_language_switch(page)
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
     return demo
 
 
-def wire_page_load(
-    demo: gr.Blocks,
-    service: DocLens,
-    chat_handlers: ChatHandlers,
-    chat: ChatTab,
-    kb: KBTab,
-    settings_fields: SettingsFields,
-    language: gr.Radio,
-    tabs: list[gr.Tab],
-    banner: gr.HTML,
-    banner_timer: gr.Timer,
-) -> None:
+@dataclass
+class Page:
+    """What the page-wide events (a load, the language switch) write to."""
+
+    service: DocLens
+    chat_handlers: ChatHandlers
+    chat: ChatTab
+    kb: KBTab
+    settings_fields: SettingsFields
+    language: gr.Radio
+    tabs: list[gr.Tab]
+    banner: gr.HTML
+    banner_timer: gr.Timer
+
+
+def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     """What a page (re)load runs, in order: its language, the tab labels, the pickers, the model banner
     and this session's settings."""
+    service, chat, kb = page.service, page.chat, page.kb
 
     def banner_update(request: gr.Request) -> tuple[Any, Any]:
         return model_banner(service, request)
 
-    banner_timer.tick(
-        banner_update,
-        None,
-        [banner, banner_timer],
-        api_name="model_banner_tick",
-        show_progress="hidden",
-        **UNDOCUMENTED,
+    def first_banner(request: gr.Request) -> tuple[Any, Any]:
+        service.prepare_models_in_background()  # once the first page is drawn, if its delay has not run out
+        return model_banner(service, request)
+
+    banner_outputs = [page.banner, page.banner_timer]
+    page.banner_timer.tick(
+        banner_update, None, banner_outputs, api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED
     )
     located = demo.load(
         set_session_language,
-        language,
-        language,
+        page.language,
+        page.language,
         js=RESTORE_LOCALE_JS,
         api_name="page_language",
         queue=False,
         **UNDOCUMENTED,
     )
     # The banner first: on a first start the build holds both cores and every later step of the load waits.
-    located.then(banner_update, None, [banner, banner_timer], api_name="page_load_banner", **UNDOCUMENTED)
-    # Gradio re-translates only the shown tab's label after a locale change: set all three here.
-    located.then(tab_labels, None, tabs, api_name="page_tab_labels", **UNDOCUMENTED)
+    located.then(first_banner, None, banner_outputs, api_name="page_load_banner", **UNDOCUMENTED)
+    # A reload mid-upload: its progress first, from the KB this browser last used (the pickers come later).
+    kb.attach_after(located, chat.last_kb, "page_load_last")
     loaded = located.then(
-        chat_handlers.refresh_choices,
+        page.chat_handlers.refresh_choices,
         [chat.last_kb, chat.doc_filter],
         [chat.kb_select, chat.doc_filter],
         api_name="page_load",
         **UNDOCUMENTED,
     )
-    loaded.then(empty_state_of(service), None, chat.empty_state, api_name="page_load_empty", **UNDOCUMENTED)
     # The conversation view in the session's language (the layout is built before a session has one).
-    loaded.then(chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
-    chain_panel(loaded, chat_handlers, chat, "page_load")
+    loaded.then(page.chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
+    chain_panel(loaded, page.chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")
-    located.then(
-        settings_fields.handlers.page_values,
-        settings_fields.profile,
-        settings_fields.fields,
-        api_name="page_load_settings",
+    write_in_language(located, page, loaded, "page_load")
+
+
+def write_in_language(event: Any, page: Page, loaded: Any, name: str) -> None:
+    """After ``event`` (a load, a switch): what the server writes in the session's language. ``loaded``:
+    the event after which the Chat tab's pickers hold the current KB."""
+    # Gradio re-translates only the shown tab's label after a locale change: set all three here.
+    event.then(tab_labels, None, page.tabs, api_name=f"{name}_tab_labels", **UNDOCUMENTED)
+    loaded.then(empty_state_of(page.service), None, page.chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
+    fields = page.settings_fields
+    event.then(fields.handlers.page_values, fields.profile, fields.fields, api_name=f"{name}_settings", **UNDOCUMENTED)
+
+
+def wire_language_switch(page: Page) -> None:
+    """The switch, in place (no reload; the tab shown and the conversation stay): Gradio's locale changes
+    in the browser (SWITCH_LOCALE_JS), the session's handlers answer in the new language, and what the
+    server wrote is written again in it; what a handler said last is blanked rather than left in the other
+    language."""
+    switched = page.language.input(
+        set_session_language,
+        page.language,
+        page.language,
+        js=SWITCH_LOCALE_JS,
+        api_name="switch_language",
+        queue=False,
         **UNDOCUMENTED,
     )
+    notices = [*page.kb.notices, page.settings_fields.status]
+    blank = [gr.update(value="")] * len(notices)
+    switched.then(lambda: blank, None, notices, api_name="switch_blank", queue=False, **UNDOCUMENTED)
+    chat = page.chat
+    switched.then(
+        page.chat_handlers.panel_again, chat.last_sources, chat.side_panel, api_name="switch_panel", **UNDOCUMENTED
+    )
+    page.kb.follow(switched, page.kb.kb_active, "switch_kb")
+    write_in_language(switched, page, switched, "switch")
 
 
 def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:
@@ -290,19 +314,27 @@ def start_first_run(service: DocLens) -> Optional[threading.Thread]:
     return thread
 
 
-def serve(settings: Settings, access: Access, service: DocLens) -> None:
+def serve(settings: Settings, access: Access, service: DocLens, starting: Optional[StartingPage] = None) -> None:
     """Start the web app and block until it stops (``access``: checked by ui.access.checked_access).
     ``service``: its knowledge bases loading in the background (``DocLens.load_all_in_background``) so that a
-    large library does not hold back the page; its models are prepared from here on; closed here."""
+    large library does not hold back the page; its models are prepared from here on; closed here.
+    ``starting``: the placeholder holding the port meanwhile (ui/starting_page.py), stopped just before
+    the app binds it."""
     demo = None
     try:
         # With logins every call is checked against the login's role on the knowledge base (issue 27).
         service.roles.configure([user for user, _ in access.logins or []], access.admin)
         demo = build_app(service, access.admin)
-        service.prepare_models_in_background()  # after the page is built: three jobs at once on two cores slowed all
+        # After the first page is drawn (its load starts it) or MODEL_DELAY_S after the launch: loading the
+        # model takes both cores for seconds, and the browser drawing the first page needs them more.
+        delayed = threading.Timer(MODEL_DELAY_S, service.prepare_models_in_background)
+        delayed.daemon = True
+        delayed.start()
         demo.queue(default_concurrency_limit=4)
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)
+        if starting is not None:
+            starting.stop()
         # No allowed_paths: nothing under the data folder is served; shown images go through ui/web_files.py.
         demo.launch(
             server_name=access.host,
@@ -316,6 +348,8 @@ def serve(settings: Settings, access: Access, service: DocLens) -> None:
             **launch_style(),
         )
     finally:
+        if starting is not None:
+            starting.stop()
         if demo is not None:
             demo.doclens_uploads.discard_all()
         shown_files().clear()

@@ -24,6 +24,7 @@ from backend.types import Figure
 from tests.conftest import MODEL_CACHE, SAMPLES, make_settings
 from tests.support.fake_openai import FakeOpenAI, default_reply
 from tests.ui.handler_support import EMPTY_KB, KB, PHYSICS, model_env
+from ui.starting_page import STARTING_HEADER
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SAMPLE_PDF = SAMPLES / "物理公式示例文档.pdf"
@@ -59,8 +60,8 @@ def wait_until_serving(url: str, process: subprocess.Popen, log_path: Path) -> N
             raise RuntimeError(f"the app exited with {process.returncode}:\n{log_path.read_text()[-4000:]}")
         try:
             with urllib.request.urlopen(url, timeout=5) as response:
-                if response.status == 200:
-                    return
+                if response.status == 200 and not response.headers.get(STARTING_HEADER):
+                    return  # the app, not the page shown while it starts
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.5)

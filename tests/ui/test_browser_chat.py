@@ -5,6 +5,8 @@ sample: the sources table's order and the chat's labels for screen readers. Outs
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from tests.ui import browser_support as ui
@@ -100,3 +102,21 @@ def test_stop_ends_a_streaming_answer(doclens_app: RunningApp, physics_kb: str, 
     page.wait_for_function(
         "() => document.querySelector('#chatbot').innerText.includes('E=mc')", timeout=ui.ANSWER_TIMEOUT_MS
     )
+
+
+def test_the_language_switch_keeps_the_conversation_and_redraws_the_panel(
+    doclens_app: RunningApp, physics_kb: str, browsers
+) -> None:
+    """Issue 26 item 9: the switch happens in place; the answer stays and its side panel (sources table,
+    confidence, score breakdown) is drawn again in the new language."""
+    page = browsers()
+    chat_on(page, doclens_app.url, physics_kb)
+    ui.ask(page, "What is the zero-point energy?")
+    assert "Confidence" in page.locator("#confidence").inner_text()
+    page.locator("#language-switch").get_by_text("中文").click()
+    page.get_by_role("tab", name="知识库").wait_for()
+    ui.wait_idle(page)
+    assert page.locator("#chatbot").get_by_text("zero-point energy").count() >= 1, "the conversation stayed"
+    page.locator("#confidence").get_by_text(re.compile("置信度|文本来源")).wait_for()
+    assert "文件" in page.locator("#sources").inner_text()
+    assert "Score breakdown" not in page.locator("body").inner_text()

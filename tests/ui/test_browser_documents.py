@@ -16,6 +16,7 @@ from typing import Iterator
 import pytest
 
 from backend.knowledge_bases.registry import Registry
+from backend.quality.bench_page import registered_documents
 from backend.types import DocumentInfo
 from tests.ui.browser_support import (
     ANSWER_TIMEOUT_MS,
@@ -54,21 +55,7 @@ def paper(i: int) -> str:
 
 
 def library_rows() -> list[DocumentInfo]:
-    return [
-        DocumentInfo(
-            doc_id=f"{i:032x}",
-            file=paper(i),
-            sha256=f"{i:064x}",
-            pages=i % 37 + 1,
-            ocr_pages=0,
-            chunks=(i * 37) % 997,
-            figures=0,
-            status="complete",
-            created_at=1_760_000_000 + i * 60,
-            bytes=100_000 + i,
-        )
-        for i in range(DOCUMENTS)
-    ]
+    return registered_documents(DOCUMENTS, paper)
 
 
 @pytest.fixture(scope="module")

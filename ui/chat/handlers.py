@@ -83,13 +83,37 @@ def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
     }
 
 
-def source_state(sources: list[Source], confidence: Optional[float] = None, search: str = "") -> list[dict[str, Any]]:
+def source_state(
+    sources: list[Source], confidence: Optional[float] = None, search: str = "", answer: Optional[Answer] = None
+) -> list[dict[str, Any]]:
     """What the page keeps of an answer's sources; the answer's confidence and a search's question ride
-    along for the export (ui/chat/export.py)."""
-    extra = {"confidence": confidence} if confidence is not None else {}
+    along for the export (ui/chat/export.py), and what the side panel needs to be drawn again in another
+    language (``panel_again``)."""
+    extra: dict[str, Any] = {"confidence": confidence} if confidence is not None else {}
     extra.update({"search": search} if search else {})
+    extra.update({"mode": answer.mode, "abstained": answer.abstained} if answer is not None else {})
     return [
-        {"kb": s.kb, "file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance, **extra} for s in sources
+        {"kb": s.kb, "file": s.file, "page": s.page, "text": s.text, "relevance": s.relevance, "scores": s.scores}
+        | extra
+        for s in sources
+    ]
+
+
+def panel_sources(kept: list[dict[str, Any]]) -> list[Source]:
+    """The sources ``source_state`` kept, as far as the side panel shows them."""
+    return [
+        Source(
+            file=item["file"],
+            doc_id="",
+            page=item["page"],
+            page_end=item["page"],
+            chunk_index=0,
+            text=item.get("text", ""),
+            relevance=item.get("relevance", 0.0),
+            scores=dict(item.get("scores") or {}),
+            kb=item.get("kb", ""),
+        )
+        for item in kept
     ]
 
 
@@ -277,13 +301,29 @@ class ChatHandlers:
             gr.update(visible=False),
             None,
             turns,
-            [*answer_sources, source_state(answer.sources, answer.confidence)],
+            [*answer_sources, source_state(answer.sources, answer.confidence, answer=answer)],
             gr.skip(),
         )
 
     @staticmethod
     def sources_dataset(sources: list[Source], lang: str) -> gr.Dataset:
         return gr.Dataset(samples=panels.source_rows(sources), headers=panels.source_headers(lang))
+
+    def panel_again(self, answer_sources: Optional[list], request: gr.Request = None) -> tuple:
+        """The side panel of the last answer or search, drawn again in the session's language (after a
+        language switch). Outputs: sources, confidence, chart."""
+        lang = lang_of(request)
+        kept = (answer_sources or [[]])[-1] or []
+        sources = panel_sources(kept)
+        shown = None
+        if kept and "mode" in kept[0]:
+            first = kept[0]
+            shown = Answer("", first["mode"], first.get("confidence", 0.0), sources, abstained=first["abstained"])
+        return (
+            self.sources_dataset(sources, lang),
+            panels.confidence_html(shown, self.service.settings.confidence.warn_below, lang),
+            panels.score_chart_html(sources, lang),
+        )
 
     def clear(self, request: gr.Request = None) -> tuple:
         """A fresh conversation view. Outputs: chatbot, sources, confidence, chart, page preview, turns,

@@ -33,6 +33,8 @@ class ChatTab:
     refresh: gr.Button
     last_kb: gr.BrowserState
     fresh_view: list  # what a fresh conversation view resets
+    last_sources: gr.State  # every answer's sources, in order
+    side_panel: list  # the last answer's sources table, confidence and score chart
 
 
 def empty_state_update(service: DocLens, request: gr.Request = None) -> Any:
@@ -234,7 +236,20 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         handlers.unlock_figure, None, [lock_row, figure_lock], api_name="unlock_figure", queue=False, **UNDOCUMENTED
     )
 
-    tab = ChatTab(kb_select, doc_filter, summary, gallery, figures, empty_state, go_to_kb, refresh, last_kb, fresh_view)
+    tab = ChatTab(
+        kb_select,
+        doc_filter,
+        summary,
+        gallery,
+        figures,
+        empty_state,
+        go_to_kb,
+        refresh,
+        last_kb,
+        fresh_view,
+        last_sources,
+        [sources, confidence, chart],
+    )
     picked_kb = kb_select.input(
         handlers.refresh_documents, [kb_select, doc_filter], doc_filter, api_name="chat_pick_kb", **UNDOCUMENTED
     )

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
+from ui.cli.bench_page import add_bench_page_command
 from ui.cli.output import CLI_USER, emit_json, open_service, show_rows, write_json
 from ui.cli.questions import add_question_commands
 from ui.cli.sharing import add_share_command
@@ -31,6 +32,7 @@ COMMANDS = {
     "migrate",
     "bench-search",
     "bench-start",
+    "bench-page",
     "bench-embed",
     "bench-layout",
     "bench-formulas",
@@ -150,6 +152,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_document_commands(sub, common)
     _add_bench_commands(sub, common)
     add_sync_command(sub, common)
+    add_bench_page_command(sub, common)
     add_trash_command(sub, common)
     add_share_command(sub, common)
     add_question_commands(sub, common)
@@ -264,14 +267,26 @@ def cmd_serve(args, settings: Settings) -> int:
     from ui.access import checked_access
 
     access = checked_access(settings, args.host, args.port, args.auth, args.admin, args.insecure)
+    starting = starting_page(access.host, access.port)  # a page at once; the app takes seconds to import
     # The knowledge bases load (in the store's own process, on one core) while the web framework imports on
-    # the other; the models are prepared once the page is built (ui.app.serve), not on top of both.
+    # the other; the models are prepared once the first page is drawn (ui.app.serve), not on top of both.
     service = DocLens(settings)
     service.load_all_in_background()
     from ui.app import serve
 
-    serve(settings, access, service)
+    serve(settings, access, service, starting)
     return 0
+
+
+def starting_page(host: str, port: int):
+    from ui.starting_page import StartingPage
+
+    try:
+        return StartingPage(host, port).start()
+    except OSError as exc:
+        raise DocLensError(
+            f"cannot serve on {host}:{port}: {exc.strerror or exc} (is DocLens already running?)"
+        ) from None
 
 
 def cmd_kb_list(args, settings: Settings) -> int:

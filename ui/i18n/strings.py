@@ -82,31 +82,52 @@ def _session(request: Optional[gr.Request]) -> str:
     return (getattr(request, "session_hash", None) or "") if request is not None else ""
 
 
+# Gradio's locale for a language: its own strings ("Drop File Here", "Use via API") have a "zh-CN" table and
+# none for "zh"; ours are under both (translations()).
+_GRADIO_LOCALE_JS = """
+const doclensLocale = async (lang) => {
+  const url = performance.getEntriesByType('resource').map((e) => e.name)
+    .find((name) => /\\/assets\\/core-[^/]+\\.js$/.test(name));
+  document.documentElement.dataset.doclensLanguage = lang;
+  if (url) { try { (await import(url)).changeLocale(lang === 'zh' ? 'zh-CN' : 'en'); } catch (e) { console.warn(e); } }
+};
+"""
+
 # On load: the language chosen on this page earlier (else the browser's) becomes Gradio's locale; the
 # server is told which one it is, so a session's handlers answer in it.
-RESTORE_LOCALE_JS = """
+RESTORE_LOCALE_JS = (
+    """
 async () => {
+  """
+    + _GRADIO_LOCALE_JS
+    + """
   let lang = null;
   try { lang = localStorage.getItem('doclens-language'); } catch (e) {}
   if (lang === 'zh' || lang === 'en') {
-    const url = performance.getEntriesByType('resource').map((e) => e.name)
-      .find((name) => /\\/assets\\/core-[^/]+\\.js$/.test(name));
     // After the first render: an earlier change leaves the labels of tabs not shown yet untranslated.
     await new Promise((resolve) => setTimeout(resolve, 400));
-    if (url) { try { (await import(url)).changeLocale(lang); } catch (e) { console.warn(e); } }
+    await doclensLocale(lang);
     return lang;
   }
   lang = document.documentElement.lang || navigator.language || 'en';
-  return lang.toLowerCase().startsWith('zh') ? 'zh' : 'en';
-}
-"""
-
-# The switch: remember the choice and load the page again in it. A reload (the KB choice and a running
-# upload come back by themselves) is the one way every text already rendered changes language too.
-SWITCH_LOCALE_JS = """
-(lang) => {
-  try { localStorage.setItem('doclens-language', lang); } catch (e) {}
-  setTimeout(() => window.location.reload(), 50);
+  lang = lang.toLowerCase().startsWith('zh') ? 'zh' : 'en';
+  document.documentElement.dataset.doclensLanguage = lang;
   return lang;
 }
 """
+)
+
+# The switch, in place: remember the choice and change Gradio's locale; the server then tells the handlers
+# and renders its own texts again (ui/app.py wire_language_switch). The tab shown stays shown.
+SWITCH_LOCALE_JS = (
+    """
+async (lang) => {
+  """
+    + _GRADIO_LOCALE_JS
+    + """
+  try { localStorage.setItem('doclens-language', lang); } catch (e) {}
+  await doclensLocale(lang);
+  return lang;
+}
+"""
+)

@@ -29,25 +29,29 @@ class KBTab:
     poll: gr.Timer
     browser: gr.BrowserState  # this browser's id: whose uploads it may follow and cancel
     cancel_one: list  # the row and the picker to cancel one file of the running upload
+    notices: list  # lines a handler said; blanked when the language changes
 
     def follow(self, event: Any, source: gr.Dropdown, name: str) -> Any:
-        """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists."""
-        return (
-            event.then(
-                self.handlers.refresh,
-                source,
-                [self.kb_active, self.docs_table],
-                api_name=f"{name}_docs",
-                **UNDOCUMENTED,
-            )
-            .then(self.handlers.file_choices, self.kb_active, self.doc_pick, api_name=f"{name}_files", **UNDOCUMENTED)
-            .then(
-                self.handlers.attach,
-                [self.kb_active, self.browser],
-                [self.ingest_status, self.poll, *self.cancel_one],
-                api_name=f"{name}_attach",
-                **UNDOCUMENTED,
-            )
+        """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists. A
+        running upload's progress comes back beside them, not after them (a reload mid-upload)."""
+        self.attach_after(event, source, name)
+        return event.then(
+            self.handlers.refresh,
+            source,
+            [self.kb_active, self.docs_table],
+            api_name=f"{name}_docs",
+            **UNDOCUMENTED,
+        ).then(self.handlers.file_choices, self.kb_active, self.doc_pick, api_name=f"{name}_files", **UNDOCUMENTED)
+
+    def attach_after(self, event: Any, source: Any, name: str) -> Any:
+        """After ``event``: the progress of this browser's upload into ``source``'s KB (quick: unqueued)."""
+        return event.then(
+            self.handlers.attach,
+            [source, self.browser],
+            [self.ingest_status, self.poll, *self.cancel_one],
+            api_name=f"{name}_attach",
+            queue=False,
+            **UNDOCUMENTED,
         )
 
 
@@ -230,6 +234,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         poll,
         browser,
         [cancel_row, cancel_pick],
+        [kb_status],
     )
     for event, name in (
         (created, "created"),

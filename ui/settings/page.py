@@ -174,14 +174,15 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
     test_embedding.click(
         handlers.check_embedding, None, status, api_name="settings_test_embedding", api_visibility="undocumented"
     )
-    return SettingsFields(handlers, [note, *fields, embedding_key], profile)
+    return SettingsFields(handlers, [note, *fields, embedding_key], profile, status)
 
 
 class SettingsFields:
     """What the page load needs: the handler that reads the live settings, the note and fields it fills
     (``handlers.page_values``) and its input, the session profile."""
 
-    def __init__(self, handlers: SettingsHandlers, fields: list[Any], profile: gr.State):
+    def __init__(self, handlers: SettingsHandlers, fields: list[Any], profile: gr.State, status: gr.Markdown):
         self.handlers = handlers
         self.fields = fields
         self.profile = profile
+        self.status = status  # what the last test or apply said; blanked when the language changes

@@ -23,5 +23,6 @@ def test_a_start_is_timed_to_the_page_and_to_the_first_answer(tmp_path: Path) ->
     (folder / "complete").write_text("built\n")
     report = run(settings, 150, 1)
     [start] = report["runs"]
-    assert 0 < start["page_s"] <= start["first_answer_s"] == report["first_answer_max_s"]
+    # The page shown while the app starts comes first (ui/starting_page.py), then the app's own.
+    assert 0 < start["page_s"] <= start["app_page_s"] <= start["first_answer_s"] == report["first_answer_max_s"]
     assert "| median |" in table(report)
