@@ -71,6 +71,8 @@ class DocLens(AuditedChanges, LibraryAccess):
         self._retriever: Optional[Retriever] = None
         self._llms = LLMClients(settings)
         self.model_state = ModelState()
+        self._loading: set[str] = set()  # knowledge bases load_all has not loaded yet
+        self._loading_lock = threading.Lock()
         text.use_cache_dir(settings.data_dir / "cache")
         self.recover()
 
@@ -181,6 +183,8 @@ class DocLens(AuditedChanges, LibraryAccess):
         """Collections come back released after a restart: load them and build their search indexes
         now, so the first question does not (Milvus Lite 2.5 reads every row back into memory: ~15 s at 100k)."""
         kbs = self.kbs.list()
+        with self._loading_lock:
+            self._loading.update(kb.name for kb in kbs)
         for i, kb in enumerate(kbs, 1):
             started = time.perf_counter()
             try:
@@ -189,6 +193,9 @@ class DocLens(AuditedChanges, LibraryAccess):
             except DocLensError as exc:
                 log.warning("could not load knowledge base %r: %s", kb.name, exc)
                 continue
+            finally:
+                with self._loading_lock:
+                    self._loading.discard(kb.name)
             log.info("knowledge base %r ready (%d of %d, %.1f s)", kb.name, i, len(kbs), time.perf_counter() - started)
         if reindex.pending(self.settings.data_dir):
             self.migrate()
@@ -200,6 +207,11 @@ class DocLens(AuditedChanges, LibraryAccess):
             return self.ingest(name, paths, progress=on_progress, display_names=display_names)
 
         return reindex.migrate(self.kbs, ingest, self.settings.data_dir, progress)
+
+    def loading(self, kb_names: Sequence[str]) -> list[str]:
+        """Those of ``kb_names`` still loading after a start: a question to them waits (the UI says so)."""
+        with self._loading_lock:
+            return [name for name in kb_names if name in self._loading]
 
     def load_all_in_background(self) -> threading.Thread:
         """``load_all`` while the app starts: a question asked meanwhile loads its own knowledge base."""

@@ -27,7 +27,7 @@ from ui.common import (
 from ui.i18n.messages import translate_figure_lead
 from ui.i18n.strings import lang_of, text
 from ui.icons import plain
-from ui.latex import literal_text, protect_currency
+from ui.latex import literal_text, md_literal, protect_currency
 from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger(__name__)
@@ -115,6 +115,20 @@ def panel_sources(kept: list[dict[str, Any]]) -> list[Source]:
         )
         for item in kept
     ]
+
+
+def loading_note(loading: list[str], lang: str) -> str:
+    """What the answer's bubble says while its knowledge bases still load after a start (the answer
+    replaces it): the first question would otherwise wait seconds on an empty bubble."""
+    if not loading:
+        return ""
+    names = "、".join(loading) if lang == "zh" else ", ".join(loading)
+    note = text(
+        lang,
+        "Loading knowledge base {names} (DocLens has just started); the answer follows…",
+        "正在加载知识库 {names}（DocLens 刚刚启动）；回答随后就到……",
+    )
+    return f"*{note.format(names=md_literal(names))}*"
 
 
 def kbs_asked(kb: str, also: Optional[list[str]]) -> list[str]:
@@ -221,9 +235,9 @@ class ChatHandlers:
             )
             yield messages, "", skip, skip, skip, skip, skip, skip, skip, skip
             return
-        messages.append({"role": "assistant", "content": ""})
-        yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
         kbs = kbs_asked(kb, also)
+        messages.append({"role": "assistant", "content": loading_note(self.service.loading(kbs), lang)})
+        yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
         answer = yield from self._stream_answer(
             messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request)
         )

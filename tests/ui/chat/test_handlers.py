@@ -312,3 +312,19 @@ def test_several_picked_documents_scope_the_question_and_the_panel(service: DocL
     assert "Choose a document" in handlers.summary(kb, [PHYSICS, other]), "no summary of two at once"
     update = handlers.refresh_documents(kb, [PHYSICS, "gone.pdf"])
     assert update["value"] == [PHYSICS] and set(update["choices"]) == {PHYSICS, other}
+
+
+def test_a_question_to_a_knowledge_base_still_loading_says_so(service: DocLens) -> None:
+    """Issue 28 item 2: a question sent before its KB is loaded waits with a visible message, not an error
+    or an empty bubble; the answer replaces the message."""
+    from ui.chat.handlers import loading_note
+
+    assert loading_note([], "en") == ""
+    assert loading_note(["papers", "a_b"], "en") == (
+        "*Loading knowledge base papers, a\\_b (DocLens has just started); the answer follows…*"
+    )
+    assert "正在加载知识库 papers" in loading_note(["papers"], "zh")
+    service.load_all()
+    assert service.loading([KB]) == []  # loaded: nothing said
+    updates = run_send(service)
+    assert updates[0][0][-1] == {"role": "assistant", "content": ""}
