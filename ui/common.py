@@ -133,7 +133,7 @@ def document_files(service: DocLens, kb: Optional[str], who: str = LOCAL, typed:
 
 
 def has_document(service: DocLens, kb: Optional[str], file: Optional[str], who: str = LOCAL) -> bool:
-    return bool(kb and file) and file in document_files(service, kb, who, typed=file or "")
+    return bool(kb and file) and service.has_document(kb or "", file or "", who)
 
 
 def picker_matches(service: DocLens) -> Callable[..., Any]:

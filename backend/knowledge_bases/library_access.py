@@ -48,6 +48,11 @@ class LibraryAccess:
         self.roles.require(who, kb_name, Role.READER)
         return self.open_kb(kb_name, check_model=False).registry.documents()
 
+    def has_document(self, kb_name: str, file: str, who: str = LOCAL) -> bool:
+        """Whether the knowledge base holds a document of that exact name (one lookup, any library size)."""
+        self.roles.require(who, kb_name, Role.READER)
+        return self.open_kb(kb_name, check_model=False).registry.document_by_file(file) is not None
+
     def documents_page(self, kb_name: str, asked: DocumentPage, who: str = LOCAL) -> DocumentPage:
         self.roles.require(who, kb_name, Role.READER)
         return self.open_kb(kb_name, check_model=False).documents_page(asked)
