@@ -2,7 +2,7 @@
 
 ``serve`` binds its port with this small stdlib server first, before anything heavy is imported, so a
 browser opened at once sees DocLens starting (in its own language) instead of "connection refused"; the
-page asks again every half second and loads the app as soon as it answers. The port is handed over to the
+page asks again five times a second and loads the app as soon as it answers. The port is handed over to the
 app just before it binds (``stop``). Nothing but this one static page is served: every other path is 503.
 """
 
@@ -31,9 +31,9 @@ body {{ font-family: system-ui, "PingFang SC", "Microsoft YaHei", sans-serif; ma
 <body><div class="box" id="doclens-starting"><h1>DocLens</h1><p>{line}</p><div class="bar"><span></span></div></div>
 <script>
 const ask = () => fetch('/', {{ cache: 'no-store' }})
-  .then((r) => (r.headers.get('{header}') ? setTimeout(ask, 500) : window.location.reload()))
-  .catch(() => setTimeout(ask, 500));
-setTimeout(ask, 500);
+  .then((r) => (r.headers.get('{header}') ? setTimeout(ask, 200) : window.location.reload()))
+  .catch(() => setTimeout(ask, 200));
+setTimeout(ask, 200);
 </script></body></html>
 """
 LINES = {
@@ -69,7 +69,7 @@ class _StartingHandler(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def log_message(self, format: str, *args) -> None:  # noqa: A002 (the stdlib's signature)
-        pass  # a poll every half second is not worth a log line
+        pass  # a poll five times a second is not worth a log line
 
 
 class StartingPage:
