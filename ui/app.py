@@ -244,13 +244,21 @@ def wire_language_switch(page: Page) -> None:
         **UNDOCUMENTED,
     )
     notices = [*page.kb.notices, page.settings_fields.status]
-    blank = [gr.update(value="")] * len(notices)
-    switched.then(lambda: blank, None, notices, api_name="switch_blank", queue=False, **UNDOCUMENTED)
+    # One update each: Gradio consumes an update dict as it applies it, so a shared one blanks only the first.
+    switched.then(
+        lambda: [gr.update(value="") for _ in notices],
+        None,
+        notices,
+        api_name="switch_blank",
+        queue=False,
+        **UNDOCUMENTED,
+    )
     chat = page.chat
     switched.then(
         page.chat_handlers.panel_again, chat.last_sources, chat.side_panel, api_name="switch_panel", **UNDOCUMENTED
     )
     page.kb.follow(switched, page.kb.kb_active, "switch_kb")
+    page.kb.show_trash(switched, "switch")
     write_in_language(switched, page, switched, "switch")
 
 

@@ -136,6 +136,9 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
     field(page, "kb-new-name").fill("")
     page.locator("#kb-create").click()  # a server-made error, in Chinese
     page.locator("#kb-status").get_by_text("知识库名称为空").wait_for()
+    page.locator("#trash").get_by_text("回收站").click()  # open through the switch: its table and its line
+    page.locator("#trash-restore").click()
+    page.locator("#trash-status").get_by_text("请先在回收站中选择").wait_for()
     zh_text = whole_page_text(page)
     assert "问答" in zh_text and "上传并索引" in zh_text
     assert other_language_strings(zh_text, "zh") == []
@@ -146,6 +149,7 @@ def test_one_language_at_a_time(doclens_app: RunningApp, chinese_page) -> None:
     open_tab(page, "Knowledge base")
     page.locator("#kb-create").click()
     page.locator("#kb-status").get_by_text("knowledge base name is empty").wait_for()
+    page.locator("#trash-table").get_by_text("purged after").first.wait_for()  # its headers written again
     en_text = whole_page_text(page)
     assert "Upload and index" in en_text
     assert "Drop File Here" in en_text and "将文件拖放到此处" not in en_text  # Gradio's own strings too

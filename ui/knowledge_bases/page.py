@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gradio as gr
 
@@ -30,6 +30,7 @@ class KBTab:
     browser: gr.BrowserState  # this browser's id: whose uploads it may follow and cancel
     cancel_one: list  # the row and the picker to cancel one file of the running upload
     notices: list  # lines a handler said; blanked when the language changes
+    show_trash: Callable[[Any, str], None]  # after an event: the trash drawn again (its headers: the language)
 
     def follow(self, event: Any, source: gr.Dropdown, name: str) -> Any:
         """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists. A
@@ -134,7 +135,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     docs_table, doc_pick, doc_deleted, doc_delete_row = build_documents(handlers, kb_active, kb_status, kb_changed)
     controls = RoleControls(owner_row, [upload_group, doc_delete_row], sharing_panel, access_summary)
     wire_role_controls(kb_changed, sharing, kb_active, controls)
-    restored, show_trash = build_trash(TrashHandlers(handlers), kb_active, docs_table)
+    restored, show_trash, trash_status = build_trash(TrashHandlers(handlers), kb_active, docs_table)
     build_quality_checks(handlers, kb_active)
 
     created = create.click(
@@ -234,7 +235,8 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
         poll,
         browser,
         [cancel_row, cancel_pick],
-        [kb_status],
+        [kb_status, trash_status],
+        show_trash,
     )
     for event, name in (
         (created, "created"),
@@ -321,8 +323,8 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
 
 
 def build_trash(handlers: TrashHandlers, kb_active: gr.Dropdown, docs_table: gr.Dataframe) -> tuple:
-    """What was deleted, restored or removed for good. Returns the restore event and ``show(event, name)``,
-    which refreshes the trash after ``event``."""
+    """What was deleted, restored or removed for good. Returns the restore event, ``show(event, name)``,
+    which refreshes the trash after ``event``, and the trash's status line."""
     with gr.Accordion(label("Trash", "回收站"), open=False, elem_id="trash") as accordion:
         table = gr.Dataframe(
             headers=trash_headers("en"), value=[], interactive=False, elem_id="trash-table", wrap=True, max_height=240
@@ -360,7 +362,7 @@ def build_trash(handlers: TrashHandlers, kb_active: gr.Dropdown, docs_table: gr.
     def show(event: Any, name: str) -> None:
         event.then(handlers.refresh, None, [table, pick], api_name=f"kb_{name}_trash", **UNDOCUMENTED)
 
-    return restored, show
+    return restored, show, status
 
 
 def build_quality_checks(handlers: KBHandlers, kb_active: gr.Dropdown) -> None:
