@@ -308,9 +308,13 @@ class Answer:
 
 @dataclass
 class AnswerUpdate:
-    """One step of a streamed answer: the text so far; the last update carries the final Answer."""
+    """One step of a streamed answer: the text so far; the last update carries the final Answer. The first
+    update of a question about the text carries the ranked ``sources`` (and ``confidence``), no text: found
+    before the model is asked, they can be shown while it writes."""
 
     text: str
     delta: str = ""
     done: bool = False
     answer: Optional[Answer] = None
+    sources: Optional[list[Source]] = None
+    confidence: Optional[float] = None

@@ -1,11 +1,11 @@
-"""Plain JSON endpoints for gradio_client: list, create, upload, ask, search, delete (into the trash),
-the trash, and sharing a knowledge base. Each call is checked against the login's role (issue 27).
+"""Plain JSON endpoints for gradio_client: list, create, upload, ask (whole or streamed), search, delete
+(into the trash), the trash, and sharing a knowledge base. Each call is checked against the login's role (issue 27).
 
 No ``from __future__ import annotations`` here: gr.api reads these functions' real type hints.
 """
 
 import logging
-from typing import Any, Union
+from typing import Any, Iterator, Union
 
 import gradio as gr
 
@@ -18,8 +18,7 @@ log = logging.getLogger(__name__)
 
 
 def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
-    """Add the endpoints to the Blocks being built. Errors come back as gr.Error with one readable line;
-    the server log gets one line for a user's mistake and a traceback only for a real fault."""
+    """Add the endpoints to the Blocks being built. Errors come back as one-line gr.Error (``_call``)."""
 
     def list_kbs(request: gr.Request) -> list[dict]:
         """The knowledge bases this login may read, with their document and chunk counts."""
@@ -76,7 +75,29 @@ def register_api(service: DocLens, uploads: ReceivedUploads) -> None:
     for fn in (list_kbs, create_kb, documents, ask, search, delete_kb, trash, restore):
         gr.api(fn, api_name=fn.__name__)
     gr.api(upload, api_name="upload", concurrency_id="ingest", concurrency_limit=1)  # one ingestion at a time
-    register_sharing_api(service)
+    for register in (register_streaming_api, register_sharing_api):
+        register(service)
+
+
+def register_streaming_api(service: DocLens) -> None:
+    """/ask_stream: what a client shows while the model writes."""
+
+    def ask_stream(
+        kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "", request: gr.Request = None
+    ) -> Iterator[dict]:  # type: ignore[assignment]
+        """As /ask, streamed (iterate ``client.submit(...)``): first {"sources": [...], "confidence": n},
+        found before the model writes; then {"delta": text} as the answer arrives; last {"answer": {...}},
+        what /ask returns."""
+        updates = _call(service.ask_stream, kb, question, doc=doc or None, who=actor(request))
+        while (update := _call(next, updates, None)) is not None:
+            if update.done and update.answer is not None:
+                yield {"answer": update.answer.to_dict()}
+            elif update.sources is not None:
+                yield {"sources": [s.to_dict() for s in update.sources], "confidence": round(update.confidence or 0, 1)}
+            elif update.delta:
+                yield {"delta": update.delta}
+
+    gr.api(ask_stream, api_name="ask_stream")
 
 
 def register_sharing_api(service: DocLens) -> None:

@@ -338,7 +338,7 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
         delayed = threading.Timer(MODEL_DELAY_S, service.prepare_models_in_background)
         delayed.daemon = True
         delayed.start()
-        demo.queue(default_concurrency_limit=4)
+        demo.queue(default_concurrency_limit=settings.ui.concurrency)
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)
         if starting is not None:

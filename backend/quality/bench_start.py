@@ -71,9 +71,9 @@ def one_start(data_dir: Path, model_cache: Path) -> dict[str, float]:
     app = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         url = f"http://127.0.0.1:{port}/"
-        _wait_for_page(url, app, app_page=False)
+        wait_for_page(url, app, app_page=False)
         page = time.perf_counter() - started
-        _wait_for_page(url, app, app_page=True)
+        wait_for_page(url, app, app_page=True)
         app_page = time.perf_counter() - started
         from gradio_client import Client
 
@@ -87,7 +87,7 @@ def one_start(data_dir: Path, model_cache: Path) -> dict[str, float]:
         stop(app)
 
 
-def _wait_for_page(url: str, app: subprocess.Popen, app_page: bool) -> None:
+def wait_for_page(url: str, app: subprocess.Popen, app_page: bool) -> None:
     """Until a page is served: any (the one shown while the app starts counts), or the app's own."""
     deadline = time.monotonic() + PAGE_TIMEOUT_S
     while time.monotonic() < deadline:

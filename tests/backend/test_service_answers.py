@@ -1,8 +1,7 @@
 """Answers end to end through the DocLens facade: real Milvus Lite, the bundled embedder, FakeOpenAI.
 
-One knowledge base is built once for the module from two small sample PDFs. Milvus Lite allows one
-client per store per process, so the tests switch the one service between "FakeOpenAI" and "no model"
-with ``reconfigure`` instead of opening a second DocLens.
+One knowledge base is built once for the module from two small sample PDFs. Milvus Lite allows one client
+per store per process: the tests switch the one service between "FakeOpenAI" and "no model" (``reconfigure``).
 """
 
 from __future__ import annotations
@@ -148,18 +147,19 @@ def stopped_server_url() -> str:
 # ---------------------------------------------------------------- answers from the model
 
 
-def test_stream_yields_deltas_then_an_llm_answer_citing_numbered_sources(service: DocLens, fake: FakeOpenAI):
-    updates = list(service.ask_stream(KB, QUESTION))
-    *steps, last = updates
+def test_stream_yields_sources_then_deltas_then_an_llm_answer(service: DocLens, fake: FakeOpenAI):
+    updates = service.ask_stream(KB, QUESTION)
+    found = next(updates)  # found before the model is asked
+    assert found.sources and not (found.delta or found.done or answer_requests(fake))
+    *steps, last = list(updates)
+    assert [s.chunk_id for s in found.sources] == [s.chunk_id for s in last.answer.sources]
     final, deltas = last.answer, [step.delta for step in steps]
     assert last.done and isinstance(final, Answer) and final.mode == "llm" and not final.notice
     assert len(deltas) >= 2 and all(deltas) and not any(step.done for step in steps)
-    assert steps[-1].text == "".join(deltas)  # each update carries the text so far
-    assert "".join(deltas).strip() == final.answer
+    assert steps[-1].text == "".join(deltas) and "".join(deltas).strip() == final.answer  # the text so far
     assert "$$E=mc^2$$" in final.answer and "$x^2$" in final.answer
     [request] = answer_requests(fake)
-    assert request.body["model"] == "some-model"
-    assert request.header("Authorization") == f"Bearer {API_KEY}"
+    assert request.body["model"] == "some-model" and request.header("Authorization") == f"Bearer {API_KEY}"
     assert_sources_numbered_in_prompt(request, final)
     assert_citations_valid(final)
 
@@ -170,7 +170,7 @@ def test_deltas_reach_the_caller_while_the_model_is_still_writing(service: DocLe
         arrivals = [(time.monotonic(), update) for update in service.ask_stream(KB, QUESTION)]
     finally:
         fake.stream_delay = 0.0
-    first_delta_at = next(at for at, update in arrivals if not update.done)
+    first_delta_at = next(at for at, update in arrivals if update.delta)
     final_at, last = arrivals[-1]
     final = last.answer
     assert isinstance(final, Answer) and final.mode == "llm"
@@ -184,7 +184,7 @@ def test_a_stream_stalling_mid_answer_keeps_what_arrived_marked_as_cut_off(
     service.search(KB, QUESTION)  # the first question's set-up (and its translation) is not what is timed
     fake.hang_next(60, after_chunks=2, path=CHAT_PATH)
     started = time.monotonic()
-    *steps, last = list(service.ask_stream(KB, QUESTION))
+    _found, *steps, last = list(service.ask_stream(KB, QUESTION))
     final = last.answer
     # did not wait for the stalled stream (the bound leaves room for a search on a busy 2-core machine)
     assert time.monotonic() - started < 30

@@ -84,3 +84,19 @@ def test_ask_and_search_take_a_list_of_kbs(doclens_app: RunningApp, tmp_path) ->
     assert {(s["kb"], s["file"]) for s in found["sources"]} == {(mountain, "observatory.pdf")}
     single = client.predict(harbour, question, api_name="/search")  # the old single-string form
     assert {s["kb"] for s in single["sources"]} == {harbour}
+
+
+def test_ask_stream_sends_the_sources_first_then_the_words_then_the_answer(doclens_app: RunningApp, tmp_path) -> None:
+    """What a client shows while the model writes: the sources as soon as they are found."""
+    from gradio_client import Client
+
+    client = Client(doclens_app.url, verbose=False)
+    harbour, _ = two_kbs(client, tmp_path, "api-stream")
+    job = client.submit(harbour, "When was the lighthouse lit?", api_name="/ask_stream")
+    outputs = list(job)
+    kinds = [next(iter(o)) for o in outputs]
+    assert kinds[0] == "sources" and kinds[-1] == "answer" and set(kinds[1:-1]) == {"delta"}, kinds
+    assert outputs[0]["sources"][0]["file"] == "lighthouse.pdf" and outputs[0]["confidence"] > 0
+    answer = outputs[-1]["answer"]
+    assert answer["answer"] and [s["file"] for s in answer["sources"]] == [s["file"] for s in outputs[0]["sources"]]
+    assert "".join(o["delta"] for o in outputs[1:-1]).strip().startswith(answer["answer"][:20])

@@ -241,7 +241,7 @@ class ChatHandlers:
         answer = yield from self._stream_answer(
             messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request)
         )
-        if answer is not None:
+        if answer is not None:  # drawn in the language now: the user may have switched while it streamed
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
 
     def _stream_answer(
@@ -275,6 +275,8 @@ class ChatHandlers:
             ):
                 if update.done:
                     answer = update.answer
+                    continue
+                if not update.delta:  # the sources, found before the model writes: shown with the answer
                     continue
                 streamed += update.delta
                 messages[-1]["content"] = protect_currency(streamed)

@@ -10,6 +10,7 @@ from typing import Optional, Sequence
 
 from backend.errors import DocLensError
 from backend.settings import Settings, load_settings
+from ui.cli.bench_load import add_bench_load_command
 from ui.cli.bench_page import add_bench_page_command
 from ui.cli.output import CLI_USER, emit_json, open_service, show_rows, write_json
 from ui.cli.questions import add_question_commands
@@ -32,6 +33,7 @@ COMMANDS = {
     "migrate",
     "bench-search",
     "bench-start",
+    "bench-load",
     "bench-page",
     "bench-embed",
     "bench-layout",
@@ -152,6 +154,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_document_commands(sub, common)
     _add_bench_commands(sub, common)
     add_sync_command(sub, common)
+    add_bench_load_command(sub, common)
     add_bench_page_command(sub, common)
     add_trash_command(sub, common)
     add_share_command(sub, common)
