@@ -59,6 +59,11 @@ def ask(page, question: str) -> None:
         arg=[before],
         timeout=ANSWER_TIMEOUT_MS,
     )
+    # A streaming answer may pause longer than wait_idle looks; Stop shows until the answer and its panel end.
+    page.wait_for_function(
+        "() => !document.querySelector('#stop') || document.querySelector('#stop').offsetParent === null",
+        timeout=ANSWER_TIMEOUT_MS,
+    )
     wait_idle(page)
 
 

@@ -242,7 +242,7 @@ class ChatHandlers:
             messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request)
         )
         if answer is not None:  # drawn in the language now: the user may have switched while it streamed
-            yield self._final(messages, answer, question, turns, list(answer_sources or []), lang)
+            yield self._final(messages, answer, question, turns, list(answer_sources or []), lang_of(request))
 
     def _stream_answer(
         self,

@@ -5,6 +5,7 @@ history, citations. Fixtures and helpers: tests/ui/handler_support.py.
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import gradio as gr
 import pytest
@@ -32,6 +33,7 @@ from tests.ui.handler_support import (
 from ui.chat import panels
 from ui.chat.handlers import ChatHandlers, answer_markdown, normalize_messages
 from ui.common import ALL_DOCUMENTS, kb_names
+from ui.i18n.strings import set_session_language
 from ui.latex import CURRENCY_HTML
 
 pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fake model
@@ -70,6 +72,22 @@ def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI)
     assert last_sources[0] and last_sources[0][0]["file"] == PHYSICS and last_sources[0][0]["text"]
     answer_requests = [r for r in fake.chat_requests() if r.body.get("stream")]
     assert len(answer_requests) == 1 and QUESTION in answer_requests[0].text()
+
+
+def test_a_language_switch_while_the_answer_streams_draws_its_panel_in_the_new_language(
+    service: DocLens, fake: FakeOpenAI
+) -> None:
+    """The switch redraws the panel at once; the answer still streaming must not then draw it in the
+    language it started in."""
+    fake.queue_reply(REPLY)
+    request = SimpleNamespace(username=None, session_hash="switching-mid-answer")
+    set_session_language("en", request)
+    updates = ChatHandlers(service).send(QUESTION, KB, ALL_DOCUMENTS, [], [], None, request=request)
+    next(updates)  # the question is shown; the answer has started in English
+    set_session_language("zh", request)
+    final = list(updates)[-1]
+    assert "置信度" in final[3] and "Confidence" not in final[3]
+    assert "来源" in final[0][-1]["metadata"]["title"]
 
 
 def test_an_off_topic_question_abstains_without_asking_the_model(service: DocLens, fake: FakeOpenAI) -> None:
