@@ -247,7 +247,11 @@ class Int8Embedder(BatchedEmbedder):
         return self.runner.embed([prompt + text for text in texts])
 
     def _embed_batches(self, batches: list[list[str]], kind: Kind) -> Iterator[np.ndarray]:
-        """Each batch split between the streams, its parts run side by side (see Int8Runner.embed_many)."""
+        """Each batch split between the streams, its parts run side by side (see Int8Runner.embed_many).
+        Questions stay on the question's own request: the streams may be an upload's for minutes."""
+        if kind == "query":
+            yield from (self._embed_batch(batch, kind) for batch in batches)
+            return
         prompt = self.prompts[kind]
         parts = [_split(batch, self.runner.streams) for batch in batches]
         vectors = self.runner.embed_many([[prompt + text for text in part] for split in parts for part in split])

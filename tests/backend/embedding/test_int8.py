@@ -147,6 +147,23 @@ def test_int8_embeds_from_several_threads_at_once(int8: Embedder) -> None:
     assert all(float(vector[0] @ expected) > 0.9999 for vector in results)
 
 
+def test_a_question_and_its_translation_never_wait_for_an_uploads_batches(int8: Embedder) -> None:
+    """An upload holds the streams for all its batches; a question embedded with its translation (two
+    queries) must run on the question's own request, not queue behind the whole upload."""
+    assert isinstance(int8, Int8Embedder)
+    upload = int8.runner.embed_many([[E5_PASSAGE_PROMPT + text] for text in TEXTS * 2])
+    next(upload)  # the upload's batches are in flight, and stay so until it is read to its end
+    asked: list[np.ndarray] = []
+    question = threading.Thread(target=lambda: asked.append(int8.embed_queries([QUERY, "How long is the wall?"])))
+    question.start()
+    question.join(timeout=20)
+    waited = question.is_alive()
+    list(upload)
+    question.join()
+    assert not waited, "the question waited for the upload's batches"
+    assert asked[0].shape == (2, 384)
+
+
 def test_openvino_sends_no_telemetry_and_writes_nothing_home(tmp_path: Path, int8: Embedder) -> None:
     """openvino and nncf count usage (a client id under ~/intel, events to Google Analytics) unless told not to."""
     script = (
