@@ -1,11 +1,15 @@
-"""What the CPU offers: instruction-set flags (which number formats are fast) and usable cores; and how
-many malloc arenas the process keeps."""
+"""What the CPU offers: instruction-set flags (which number formats are fast) and usable cores; how
+many malloc arenas the process keeps; and questions before uploads on the few cores there are."""
 
 from __future__ import annotations
 
 import ctypes
 import functools
 import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -47,3 +51,43 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
         return bool(ctypes.CDLL("libc.so.6").mallopt(M_ARENA_MAX, arenas))
     except (OSError, AttributeError):  # not glibc: its allocator has its own policy
         return False
+
+
+# An upload's next page or embedding batch waits at most this long for the questions on the CPU: on two cores
+# a question beside an upload took 1.4x as long (bench-load); the upload still advances under steady questions.
+UPLOAD_YIELD_S = 1.0
+
+
+class _QuestionsOnCPU:
+    def __init__(self) -> None:
+        self.count = 0
+        self.changed = threading.Condition()
+
+
+_QUESTIONS = _QuestionsOnCPU()
+
+
+@contextmanager
+def question_on_cpu() -> Iterator[None]:
+    """Mark a question's CPU work (its embedding, the search, the ranking): uploads let it pass."""
+    with _QUESTIONS.changed:
+        _QUESTIONS.count += 1
+    try:
+        yield
+    finally:
+        with _QUESTIONS.changed:
+            _QUESTIONS.count -= 1
+            _QUESTIONS.changed.notify_all()
+
+
+def let_questions_pass(max_wait: float = UPLOAD_YIELD_S) -> float:
+    """Before an upload's next heavy step: wait while questions use the CPU, at most ``max_wait`` seconds.
+    Returns the seconds waited."""
+    started = time.monotonic()
+    with _QUESTIONS.changed:
+        while _QUESTIONS.count:
+            left = started + max_wait - time.monotonic()
+            if left <= 0:
+                break
+            _QUESTIONS.changed.wait(left)
+    return time.monotonic() - started

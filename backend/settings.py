@@ -174,7 +174,7 @@ class UISettings(_Section):
     language: Literal["en", "zh"] = "en"
     admin: str = ""  # the logged-in user who may change server-wide settings from the page; empty: nobody
     eval_dir: str = ""  # the only folder web users may run evaluations from; empty: none (CLI only)
-    concurrency: int = Field(default=4, ge=1, le=64)  # events run at once (Gradio's queue); bench-load chose it
+    concurrency: int = Field(default=16, ge=1, le=64)  # events run at once (Gradio's queue); bench-load chose it
     auth: Optional[SecretStr] = Field(default=None, exclude=True)  # "user:pass [user2:pass2 ...]" (DOCLENS_AUTH)
 
 

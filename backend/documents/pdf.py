@@ -18,6 +18,7 @@ from typing import Any, Generator, Optional, Sequence
 import pypdfium2 as pdfium
 from PIL import Image
 
+from backend.cpu import let_questions_pass
 from backend.documents.equations import (
     body_size,
     formula_regions,
@@ -108,6 +109,7 @@ def iter_pages(
         with PDFIUM_LOCK:
             parser.survey(page_count)
         for index in range(page_count):
+            let_questions_pass()
             with PDFIUM_LOCK:  # released while the page is handed over: the reader may wait long
                 parsed = parser.parse(index)
             yield parsed

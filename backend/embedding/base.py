@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Literal, Optional, Protocol, Sequenc
 
 import numpy as np
 
+from backend.cpu import let_questions_pass
 from backend.errors import EmbeddingError
 
 log = logging.getLogger(__name__)
@@ -123,6 +124,8 @@ class BatchedEmbedder(ABC):
     def _embed_batches(self, batches: list[list[str]], kind: Kind) -> Iterator[np.ndarray]:
         """Each batch's vectors, in order; a model that can run batches side by side overrides this."""
         for batch in batches:
+            if kind == "passage":
+                let_questions_pass()
             yield self._embed_batch(batch, kind)
 
     def _check_shape(self, vectors: np.ndarray, rows: int) -> None:

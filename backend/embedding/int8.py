@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from backend.cpu import has_any_flag, usable_cpus
+from backend.cpu import has_any_flag, let_questions_pass, usable_cpus
 from backend.embedding.base import (
     E5_PASSAGE_PROMPT,
     E5_QUERY_PROMPT,
@@ -302,6 +302,7 @@ class Int8Runner:
             for k, texts in enumerate(batches):
                 if len(in_flight) == self.streams:
                     yield _finished(*in_flight.popleft())
+                let_questions_pass()
                 feed, mask = self._feed(texts)
                 request = self.requests[k % self.streams]
                 request.start_async(feed)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
 import numpy as np
 
+from backend.cpu import question_on_cpu
 from backend.errors import DocLensError
 from backend.retrieval import hubness
 from backend.retrieval.across import held, merged, picked_documents, share, short_of_dense, short_of_keywords
@@ -154,6 +155,12 @@ class Retriever:
         started = time.perf_counter()
         vectors: dict[tuple[str, ...], np.ndarray] = {}  # one embedding per wording, not per knowledge base
         queries = [self._query(part, asked, mode, vectors) for part in parts]
+        with question_on_cpu():
+            return self._ranked(parts, queries, asked, mode, top, started)
+
+    def _ranked(
+        self, parts: list[Part], queries: list[Query], asked: str, mode: str, top: Optional[int], started: float
+    ) -> SearchResult:
         found = self._found(queries)
         for part, candidates in zip(parts, found):
             for source in candidates.sources.values():
@@ -196,7 +203,8 @@ class Retriever:
         question = scope.rest if scope and scope.rest else asked
         queries = self._queries(question)
         if tuple(queries) not in vectors:
-            vectors[tuple(queries)] = self._embedder().embed_queries(queries)
+            with question_on_cpu():
+                vectors[tuple(queries)] = self._embedder().embed_queries(queries)
         return Query(
             part.kb.collection,
             asked,
