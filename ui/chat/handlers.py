@@ -238,8 +238,9 @@ class ChatHandlers:
         kbs = kbs_asked(kb, also)
         messages.append({"role": "assistant", "content": loading_note(self.service.loading(kbs), lang)})
         yield messages, "", skip, skip, skip, skip, skip, skip, skip, gr.update(value=None, visible=False)
+        earlier = list(answer_sources or [])
         answer = yield from self._stream_answer(
-            messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request)
+            messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request), earlier
         )
         if answer is not None:  # drawn in the language now: the user may have switched while it streamed
             yield self._final(messages, answer, question, turns, list(answer_sources or []), lang_of(request))
@@ -255,9 +256,11 @@ class ChatHandlers:
         llm_profile: Optional[LLMSettings],
         lang: str,
         who: str,
+        earlier: list[list[dict[str, Any]]],
     ) -> Generator[tuple, None, Optional[Answer]]:
-        """The answer's text into the last bubble as it arrives; the final Answer, or None after a warning.
-        ``who``: the login asking."""
+        """The sources as soon as they are found, then the answer's text into the last bubble as it arrives;
+        the final Answer, or None after a warning. ``who``: the login asking; ``earlier``: the sources of
+        the conversation's earlier answers."""
         skip = gr.skip()
         answer: Optional[Answer] = None
         streamed = ""
@@ -276,7 +279,14 @@ class ChatHandlers:
                 if update.done:
                     answer = update.answer
                     continue
-                if not update.delta:  # the sources, found before the model writes: shown with the answer
+                if update.sources is not None:  # found before the model writes: clickable while it writes
+                    shown = [*earlier, source_state(update.sources, update.confidence)]
+                    table, chart = (
+                        self.sources_dataset(update.sources, lang),
+                        panels.score_chart_html(update.sources, lang),
+                    )
+                    yield messages, skip, table, skip, chart, skip, skip, skip, shown, skip
+                if not update.delta:
                     continue
                 streamed += update.delta
                 messages[-1]["content"] = protect_currency(streamed)

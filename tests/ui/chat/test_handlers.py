@@ -42,9 +42,12 @@ pytestmark = pytest.mark.usefixtures("fake_model")  # each test starts on the fa
 def test_answer_streams_then_fills_the_panel(service: DocLens, fake: FakeOpenAI) -> None:
     fake.queue_reply(REPLY)
     updates = run_send(service)
-    assert len(updates) >= 4  # question shown, several deltas (12 characters each), final
+    assert len(updates) >= 5  # question shown, sources found, several deltas (12 characters each), final
     assert updates[0][0][-1] == {"role": "assistant", "content": ""}
-    streamed = [update[0][-1]["content"] for update in updates[1:-1]]
+    found = updates[1]  # the sources before the model writes, clickable (this answer's in the state)
+    assert found[0][-1]["content"] == "" and found[2].raw_samples[0][1] == PHYSICS and PHYSICS in found[4]
+    assert len(found[8]) == 1 and found[8][0][0]["file"] == PHYSICS
+    streamed = [update[0][-1]["content"] for update in updates[2:-1]]
     assert streamed[0] and all(a != b for a, b in zip(streamed, streamed[1:]))  # it grows as it arrives
     assert CURRENCY_HTML in streamed[-1] and "$5" not in streamed[-1]
     final = updates[-1]
