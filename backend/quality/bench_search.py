@@ -253,7 +253,13 @@ def measure_questions(
     from backend.retrieval.retriever import Retriever
 
     clock = _StageClock()
-    store = clock.wrap(service.store, {"dense_search": "dense", "keyword_search": "keyword", "vectors": "vectors"})
+    searches = {
+        "dense_search": "dense",
+        "dense_searches": "dense",
+        "keyword_search": "keyword",
+        "keyword_searches": "keyword",
+    }
+    store = clock.wrap(service.store, {**searches, "vectors": "vectors"})
     embedder = clock.wrap(service.embedder, {"embed_queries": "embed"})
     service._retriever = Retriever(service.settings, store, lambda: embedder)
     totals: list[float] = []

@@ -56,5 +56,6 @@ def test_a_tiny_library_is_measured_with_a_full_recall_filter(tmp_path: Path, mo
     report = measure_size(settings, base, 150)
     assert report["chunks"] == 150 and report["filter_recall"] == 1.0
     assert set(report["stages"]) == {"embed", "dense", "keyword", "vectors", "rerank"}
+    assert all(report["stages"][stage]["p50_ms"] > 0 for stage in ("embed", "dense", "keyword")), report["stages"]
     assert report["p95_ms"] >= report["p50_ms"] > 0 and report["disk_mb"] > 0 and report["rss_mb"] > 0
     assert "| 150 |" in table({"sizes": [report]})
