@@ -1,7 +1,7 @@
 """Page-by-page parsing of a PDF: text layer, tables, figures, formulas, OCR for scanned pages (pdf_checks first).
 
-``iter_pages`` yields one ``ParsedPage`` at a time so the caller can report progress and cancel
-between pages. Running headers and footers are found first with a cheap pass over every page.
+``iter_pages`` yields one ``ParsedPage`` at a time (progress, cancel and questions first between pages).
+Running headers and footers are found first with a cheap pass over every page.
 """
 
 from __future__ import annotations
@@ -147,8 +147,7 @@ class _PageParser:
 
     # first pass ------------------------------------------------------------------------------
     def survey(self, page_count: int) -> None:
-        """Find the scanned pages, and the lines in the top or bottom margin repeated on at least half of
-        the pages (digits ignored): running headers and footers."""
+        """Find the scanned pages, and running headers and footers: margin lines on half the pages, digits aside."""
         counts: Counter[tuple[str, str]] = Counter()
         for index in range(page_count):
             page = _load_page(self.pdf, index)
@@ -389,8 +388,7 @@ def _with_tables(lines: list[TextLine], tables: list, obstacles: list[tuple]) ->
 
 
 def _obstacles(page: pdfium.PdfPage, images: Sequence[tuple]) -> list[tuple]:
-    """Image boxes that shape the reading order (a wide figure separates bands of columns); a background
-    as big as the page does not."""
+    """Image boxes that shape the reading order (a wide figure separates columns); not a page-sized background."""
     area = page.get_width() * page.get_height()
     return [b for b, _ in images if (b[2] - b[0]) * (b[3] - b[1]) < 0.5 * area]
 

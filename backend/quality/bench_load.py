@@ -70,7 +70,7 @@ def run(
         report = _load(folder, settings.model_cache_dir, model, users, questions, upload, concurrency)
     finally:
         model.stop()
-    report |= {"chunks": chunks, "users": users, "questions_per_user": questions}
+    report |= {"chunks": chunks, "users": users, "questions_per_user": questions, "llm_qps": settings.llm.qps}
     report["model_requests"] = len(model.questions)
     report["library_unchanged"] = kb_counts(settings, folder, leave_out=UPLOAD_KB) == before
     remove_upload_kb(settings, folder)
@@ -306,7 +306,8 @@ def table(report: dict[str, Any]) -> str:
     lines += [
         "",
         f"{report['users']} sessions x {report['questions_per_user']} questions on {report['chunks']:,} chunks "
-        f"(concurrency {report['concurrency']}): {report['answered']} answered ({report['abstained']} abstained), "
+        f"(concurrency {report['concurrency']}, llm.qps {report['llm_qps']:g}): "
+        f"{report['answered']} answered ({report['abstained']} abstained), "
         f"{report['errors']} errors, "
         f"{report['questions_per_s']} questions/s; upload {report['upload_s']} s {uploaded['statuses']}, "
         f"indexed once: {uploaded['indexed_once']}; library unchanged: {report['library_unchanged']}; "

@@ -253,12 +253,7 @@ def measure_questions(
     from backend.retrieval.retriever import Retriever
 
     clock = _StageClock()
-    searches = {
-        "dense_search": "dense",
-        "dense_searches": "dense",
-        "keyword_search": "keyword",
-        "keyword_searches": "keyword",
-    }
+    searches = {f"{stage}_{call}": stage for stage in ("dense", "keyword") for call in ("search", "searches")}
     store = clock.wrap(service.store, {**searches, "vectors": "vectors"})
     embedder = clock.wrap(service.embedder, {"embed_queries": "embed"})
     service._retriever = Retriever(service.settings, store, lambda: embedder)
