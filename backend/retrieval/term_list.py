@@ -110,7 +110,7 @@ def _clean_senses(senses: str) -> list[str]:
 def build(lines) -> TermList:
     frequency = tokenizer().dt.FREQ
     zh_to_en: dict[str, list[str]] = {}
-    en_candidates: dict[str, set[str]] = {}
+    en_candidates: dict[str, dict[str, None]] = {}  # ordered as the dictionary: ties rank alike in every process
     for line in lines:
         match = _LINE.match(line)
         if not match or line.startswith("#"):
@@ -123,7 +123,7 @@ def build(lines) -> TermList:
             words += [w for w in _WORD.findall(sense) if w not in ENGLISH_STOPWORDS and w not in words]
         for sense in senses:
             if " " not in sense:
-                en_candidates.setdefault(sense, set()).add(simplified)
+                en_candidates.setdefault(sense, {})[simplified] = None
     en_to_zh = {}
     for english, chinese in en_candidates.items():
         common = sorted((w for w in chinese if frequency.get(w, 0) > 0), key=lambda w: -frequency[w])

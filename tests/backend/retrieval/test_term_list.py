@@ -1,7 +1,12 @@
 """The CC-CEDICT term list: proper names explained after a comma are rendered by the name."""
 
+import os
+import subprocess
+import sys
+
 from backend.retrieval import term_list as terms_module
 from backend.retrieval.term_list import term_list
+from tests.conftest import REPO_ROOT
 
 
 def test_a_dictionary_name_with_an_explanation_is_rendered_by_the_name():
@@ -38,3 +43,24 @@ def test_the_term_list_is_kept_in_the_cache_folder_and_read_back_the_same(tmp_pa
     again = terms_module.term_list(cache_dir=tmp_path)
     assert again.english("试金石词") == ("touchstone",)
     assert again.english("铁木真") == parsed.english("铁木真") and again.chinese("temujin") == parsed.chinese("temujin")
+
+
+def test_the_term_list_is_the_same_in_every_process():
+    """Chinese words of equal frequency were ranked in set order, which each process's hash seed changes: two
+    processes kept different words for "sewer", and the list one process cached was not what another parsed."""
+    script = (
+        "import hashlib, json; from backend.retrieval.term_list import _parsed; t = _parsed(); "
+        "print(hashlib.sha256(json.dumps(sorted(t.en_to_zh.items()), ensure_ascii=False).encode()).hexdigest())"
+    )
+    digests = {
+        subprocess.run(
+            [sys.executable, "-c", script],
+            env={**os.environ, "PYTHONHASHSEED": seed},
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=REPO_ROOT,
+        ).stdout
+        for seed in ("1", "2")
+    }
+    assert len(digests) == 1
