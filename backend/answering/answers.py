@@ -79,8 +79,9 @@ def answer_updates(
     searched_question: str,
     abstain_below: float = 0.0,
 ) -> Iterator[AnswerUpdate]:
-    """The updates of a question about the text: the sources found, each delta, then the final answer, which says where the
-    search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking the model."""
+    """The updates of a question about the text: the sources found, each delta, then the final answer, which
+    says where the search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking
+    the model."""
     yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
     if should_abstain(result, abstain_below):
         yield from whole_answer_updates(abstained_answer(question, result, searched_question))

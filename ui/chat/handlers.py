@@ -243,7 +243,7 @@ class ChatHandlers:
             messages, kbs, question, turns, doc_filter, lock, llm_profile, lang, actor(request), earlier
         )
         if answer is not None:  # drawn in the language now: the user may have switched while it streamed
-            yield self._final(messages, answer, question, turns, list(answer_sources or []), lang_of(request))
+            yield self._final(messages, answer, question, turns, earlier, lang_of(request))
 
     def _stream_answer(
         self,
@@ -281,10 +281,8 @@ class ChatHandlers:
                     continue
                 if update.sources is not None:  # found before the model writes: clickable while it writes
                     shown = [*earlier, source_state(update.sources, update.confidence)]
-                    table, chart = (
-                        self.sources_dataset(update.sources, lang),
-                        panels.score_chart_html(update.sources, lang),
-                    )
+                    table = self.sources_dataset(update.sources, lang)
+                    chart = panels.score_chart_html(update.sources, lang)
                     yield messages, skip, table, skip, chart, skip, skip, skip, shown, skip
                 if not update.delta:
                     continue
