@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import statistics
 import subprocess
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -25,8 +23,9 @@ from typing import Any, Optional, Sequence
 from backend.errors import DocLensError
 from backend.processes import free_port, stop
 from backend.quality.bench_search import KB_NAME
-from backend.quality.bench_start import REPO_ROOT, library_folder, wait_for_page
+from backend.quality.bench_start import library_folder, start_serve, wait_for_page
 from backend.quality.load_model import MODEL, LoadModelServer
+from backend.quality.metrics import percentile
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -119,18 +118,10 @@ def _load(
 def _start_app(
     folder: Path, model_cache: Path, model: LoadModelServer, port: int, concurrency: Optional[int]
 ) -> subprocess.Popen:
-    env = {
-        **os.environ,
-        "DOCLENS_DATA_DIR": str(folder),
-        "DOCLENS_EMBEDDING_CACHE_DIR": str(model_cache),
-        "DOCLENS_LLM_BASE_URL": model.base_url,
-        "DOCLENS_LLM_API_KEY": "bench-load",
-        "DOCLENS_LLM_MODEL": MODEL,
-    }
+    env = {"DOCLENS_LLM_BASE_URL": model.base_url, "DOCLENS_LLM_API_KEY": "bench-load", "DOCLENS_LLM_MODEL": MODEL}
     if concurrency:
         env["DOCLENS_UI_CONCURRENCY"] = str(concurrency)
-    command = [sys.executable, "main.py", "serve", "--port", str(port)]
-    return subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return start_serve(folder, model_cache, port, env)
 
 
 def _warm_up(url: str, question: str) -> None:
@@ -246,8 +237,11 @@ def percentiles(values: Sequence[float]) -> dict[str, Any]:
     if not values:
         return {"n": 0, "p50_s": None, "p95_s": None}
     ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"n": len(ordered), "p50_s": round(statistics.median(ordered), 2), "p95_s": round(p95, 2)}
+    return {
+        "n": len(ordered),
+        "p50_s": round(statistics.median(ordered), 2),
+        "p95_s": round(percentile(ordered, 95), 2),
+    }
 
 
 def uploaded_once(url: str, files: Sequence[Path], uploading: UploadBeside) -> dict[str, Any]:

@@ -17,11 +17,9 @@ registered without their chunks (the page lists documents; it never reads their 
 from __future__ import annotations
 
 import logging
-import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,12 +27,12 @@ from typing import Any, Callable, Iterator
 
 from backend.errors import DocLensError
 from backend.processes import free_port, stop
+from backend.quality.bench_start import NO_MODEL, REPO_ROOT, start_serve
 from backend.settings import Settings
 from backend.types import DocumentInfo
 
 log = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
 KB_NAME = "bench page"
 DEFAULT_UPLOAD = REPO_ROOT.parent / "shared" / "bench" / "dev-en" / "docs" / "en_039.pdf"  # 5 scanned pages
 CHROMIUM = Path("/usr/bin/chromium")
@@ -123,17 +121,9 @@ def run(settings: Settings, documents: int, runs: int, upload: Path) -> dict[str
 def one_run(data_dir: Path, model_cache: Path, upload: Path) -> dict[str, float]:
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = {
-        **os.environ,
-        "DOCLENS_DATA_DIR": str(data_dir),
-        "DOCLENS_EMBEDDING_CACHE_DIR": str(model_cache),
-        "DOCLENS_LLM_API_KEY": "",
-        "DOCLENS_LLM_BASE_URL": "",
-    }
     with browser_page() as page:
         started = time.perf_counter()
-        command = [sys.executable, "main.py", "serve", "--port", str(port)]
-        app = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        app = start_serve(data_dir, model_cache, port, NO_MODEL)
         try:
             timings = page_start(page, url, app, started)
             wait_for_model(page)  # the next two on a quiet machine: the model loads once, at start

@@ -57,18 +57,21 @@ def run(settings: Settings, chunks: int, runs: int) -> dict[str, Any]:
     }
 
 
+def start_serve(data_dir: Path, model_cache: Path, port: int, env: dict[str, str]) -> subprocess.Popen:
+    """`python main.py serve` as a user starts it, on the library ``data_dir`` with the model built in
+    ``model_cache`` (not a new build in the library); ``env``: settings of this run."""
+    environ = {**os.environ, "DOCLENS_DATA_DIR": str(data_dir), "DOCLENS_EMBEDDING_CACHE_DIR": str(model_cache), **env}
+    command = [sys.executable, "main.py", "serve", "--port", str(port)]
+    return subprocess.Popen(command, cwd=REPO_ROOT, env=environ, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+NO_MODEL = {"DOCLENS_LLM_API_KEY": "", "DOCLENS_LLM_BASE_URL": ""}  # the passages only: no model answers
+
+
 def one_start(data_dir: Path, model_cache: Path) -> dict[str, float]:
     port = free_port()
-    env = {
-        **os.environ,
-        "DOCLENS_DATA_DIR": str(data_dir),
-        "DOCLENS_EMBEDDING_CACHE_DIR": str(model_cache),  # the built model, not a new build in the library
-        "DOCLENS_LLM_API_KEY": "",  # the passages only: no model answers
-        "DOCLENS_LLM_BASE_URL": "",
-    }
     started = time.perf_counter()
-    command = [sys.executable, "main.py", "serve", "--port", str(port)]
-    app = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app = start_serve(data_dir, model_cache, port, NO_MODEL)
     try:
         url = f"http://127.0.0.1:{port}/"
         wait_for_page(url, app, app_page=False)
