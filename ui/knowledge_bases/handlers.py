@@ -278,6 +278,8 @@ class KBHandlers:
         """Each timer tick: the job's progress, or its results once it is done. Outputs: ingest status,
         documents table, file picker, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
+        if not kb:  # a tick before a reloaded page knows its KB: the attach that follows decides
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
         job = self.jobs.get(user_key(request, browser), kb)
         if job is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False), *self.cancel_picker(None)
@@ -316,17 +318,19 @@ class KBHandlers:
             return warning_md(error_text(job.error, "add the documents", lang))
         return results_markdown(job.results or [], lang)
 
-    def cancel_upload(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> Any:
-        """Output: ingest status (the job's final result replaces it when the job ends). Only the browser
-        (or login) that started an upload can cancel it."""
+    def cancel_upload(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """Outputs: ingest status, timer. The poll goes on after a cancel, so the job's final result replaces
+        the status even if a tick meanwhile stopped it. Only the browser (or login) that started an upload
+        can cancel it."""
         lang = lang_of(request)
         owner = user_key(request, browser)
         if self.jobs.cancel(owner, kb):
             job = self.jobs.get(owner, kb)
-            return job_progress_html(job, lang, self.model_preparing) if job is not None else gr.skip()
+            status = job_progress_html(job, lang, self.model_preparing) if job is not None else gr.skip()
+            return status, gr.update(active=True)
         if self.jobs.running_in(kb):
-            return another_upload_runs(lang)
-        return text(lang, "No upload is running.", "没有正在进行的上传。")
+            return another_upload_runs(lang), gr.skip()
+        return text(lang, "No upload is running.", "没有正在进行的上传。"), gr.skip()
 
     def cancel_file(
         self, kb: Optional[str], place: Optional[int], browser: Optional[str] = None, request: gr.Request = None

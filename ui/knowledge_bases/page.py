@@ -210,7 +210,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     cancel.click(
         handlers.cancel_upload,
         [kb_active, browser],
-        ingest_status,
+        [ingest_status, poll],
         api_name="kb_upload_cancel",
         queue=False,
         **UNDOCUMENTED,

@@ -134,14 +134,14 @@ def test_file_delete_is_confirmed_with_its_name(service: DocLens) -> None:
 def test_cancel_status_ends_in_the_final_state(service: DocLens, tmp_path: Path) -> None:
     """Item 8: Cancel while nothing runs says so; a cancelled job ends in "nothing was stored"."""
     handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
-    assert handlers.cancel_upload(KB) == "No upload is running."
+    assert handlers.cancel_upload(KB)[0] == "No upload is running."
     job = handlers.jobs.start("", KB, [SAMPLES / PHYSICS], ["again.pdf"])
     assert job is not None and handlers.attach(KB)[1]["active"] is True, "a reloaded page re-attaches"
-    assert "Cancelling after the current page" in handlers.cancel_upload(KB)
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB)[0]
     assert job.done.wait(60)
     status, _table, _picker, timer, _row, _pick = handlers.poll(KB)
     assert "Upload cancelled; nothing was stored." in status and timer["active"] is False
-    assert handlers.cancel_upload(KB) == "No upload is running."
+    assert handlers.cancel_upload(KB)[0] == "No upload is running."
     assert [d.file for d in service.documents(KB)] == [PHYSICS]
 
 
@@ -154,12 +154,27 @@ def test_an_upload_belongs_to_the_browser_that_started_it(service: DocLens) -> N
     assert job is not None
     status, timer, _row, _pick = handlers.attach(KB, other)
     assert "another browser" in status and timer["active"] is False
-    assert "only that browser can cancel it" in handlers.cancel_upload(KB, other)
+    assert "only that browser can cancel it" in handlers.cancel_upload(KB, other)[0]
     assert not job.cancel.is_set(), "another browser cannot cancel it"
     assert handlers.poll(KB, other)[3]["active"] is False
     assert handlers.attach(KB, owner)[1]["active"] is True
-    assert "Cancelling after the current page" in handlers.cancel_upload(KB, owner)
+    assert "Cancelling after the current page" in handlers.cancel_upload(KB, owner)[0]
     assert job.cancel.is_set() and job.done.wait(60)
+
+
+def test_the_final_state_of_a_cancel_reaches_a_reloaded_page(service: DocLens) -> None:
+    """After a reload the timer ticks before the page knows its KB (the KB picker is filled later): such a
+    tick must not stop the poll, and a cancel starts it again, so "nothing was stored" always arrives."""
+    handlers = KBHandlers(service, jobs=UploadJobs(slow_ingest(service)))
+    owner = "browser-one"
+    job = handlers.jobs.start(user_key(None, owner), KB, [SAMPLES / PHYSICS], ["again.pdf"])
+    assert job is not None and handlers.attach(KB, owner)[1]["active"] is True
+    status, _table, _picker, timer, _row, _pick = handlers.poll(None, owner)
+    assert timer == gr.skip() and status == gr.skip(), "a tick without a KB leaves the poll and status alone"
+    status, timer = handlers.cancel_upload(KB, owner)
+    assert "Cancelling after the current page" in status and timer["active"] is True
+    assert job.done.wait(60)
+    assert "Upload cancelled; nothing was stored." in handlers.poll(KB, owner)[0]
 
 
 def test_temporary_evaluation_kbs_are_hidden(service: DocLens) -> None:
