@@ -31,12 +31,14 @@ from backend.retrieval.across import held, merged, picked_documents, share, shor
 from backend.retrieval.candidates import Candidates, CandidateSearch, Query
 from backend.retrieval.confidence import confidence
 from backend.retrieval.fusion import fuse, fuse_results
+from backend.retrieval.languages import LibraryLanguages
 from backend.retrieval.query_plan import plan
 from backend.retrieval.rerank.ordering import rank
 from backend.retrieval.scope import Catalogs, Scope, narrowed, search_scope, shared_scope
 from backend.retrieval.term_list import term_list
 from backend.settings import Settings
 from backend.store.base import SearchFilter, VectorStore
+from backend.text import text_language
 from backend.types import SEARCH_MODES, SearchResult
 
 if TYPE_CHECKING:
@@ -74,6 +76,7 @@ class Retriever:
         self.catalogs = catalogs or Catalogs()  # what each document can be called, for questions that name one
         self.hubs = hubness.HubScores(embedder)
         self.candidates = CandidateSearch(settings, store, self.hubs)
+        self.languages = LibraryLanguages(store)  # a question is translated only where that can find more
         self._translations: dict[str, Optional[str]] = {}
         self._lock = threading.Lock()
 
@@ -201,7 +204,7 @@ class Retriever:
         """``part.scope``: the document(s) the question names: searched alone, for the rest of the question."""
         scope = part.scope
         question = scope.rest if scope and scope.rest else asked
-        queries = self._queries(question)
+        queries = self._queries(question, part.kb)
         if tuple(queries) not in vectors:
             with question_on_cpu():
                 vectors[tuple(queries)] = self._embedder().embed_queries(queries)
@@ -219,9 +222,13 @@ class Retriever:
 
     # -- the model's translation of a question ----------------------------------------------------
 
-    def _queries(self, question: str) -> list[str]:
+    def _queries(self, question: str, kb: OpenKB) -> list[str]:
         queries = [question]
-        if self.settings.retrieval.query_expansion and self.translator is not None:
+        if (
+            self.settings.retrieval.query_expansion
+            and self.translator is not None
+            and self.languages.worth_translating(kb, text_language(question))
+        ):
             translated = self._translate(question)
             if translated and translated.strip() and translated.strip() != question.strip():
                 queries.append(translated.strip())

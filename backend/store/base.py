@@ -74,7 +74,8 @@ class VectorStore(ABC):
     def has_collection(self, name: str) -> bool: ...
 
     @abstractmethod
-    def count(self, name: str) -> int: ...
+    def count(self, name: str, lang: Optional[str] = None) -> int:
+        """Its chunks; with ``lang``, those in that language only (None where the collection keeps none)."""
 
     @abstractmethod
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None: ...

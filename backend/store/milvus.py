@@ -16,7 +16,7 @@ from backend.errors import StoreError
 from backend.errors import one_line as _short  # the one shortener of error messages
 from backend.store.base import ChunkRow, CollectionInfo, Hit, SearchFilter, VectorStore
 from backend.store.collection_list import KnownCollections
-from backend.store.filters import filter_expression, in_list
+from backend.store.filters import filter_expression, in_list, quote
 from backend.store.lite import (
     connect_failure,
     is_lite,
@@ -267,9 +267,12 @@ class MilvusStore(VectorStore):
         self.dense_search(name, probe, 1)
         self.keyword_search(name, "warm", 1)
 
-    def count(self, name: str) -> int:
+    def count(self, name: str, lang: Optional[str] = None) -> int:
         self.load(name)
-        rows = self._call(f"count {name}", self._client.query, name, filter="", output_fields=["count(*)"])
+        if lang is not None and name in self._legacy:  # collections of the original system keep no language
+            raise StoreError(f"{name} keeps no language of its chunks")
+        where = f"lang == {quote(lang)}" if lang is not None else ""
+        rows = self._call(f"count {name}", self._client.query, name, filter=where, output_fields=["count(*)"])
         return int(rows[0]["count(*)"]) if rows else 0
 
     # -- rows ---------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from backend.retrieval.rerank.chunk_kinds import asks_for_references, kind_facto
 from backend.retrieval.scope import catalog_entry, find_scope, page_hints, scope_for
 from backend.service import DocLens
 from backend.settings import RerankSettings
-from tests.conftest import make_settings
+from tests.conftest import SAMPLES, make_settings
 from tests.support.text_pdf import write_text_pdf
 
 JETS = "1203.2923v2 - Disentangling Clustering Effects in Jet Algorithms.pdf"
@@ -115,6 +115,7 @@ def test_reference_chunks_are_demoted_unless_references_are_asked_for():
 
 STREAMING = "2401.01234v1 - Spectral Sparsification of Streaming Graphs.pdf"
 SENSORS = "2402.05678v2 - Robust Clustering of Noisy Sensor Networks.pdf"
+PHYSICS = "物理公式示例文档.pdf"
 KB = "papers"
 
 
@@ -168,7 +169,8 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DocLens]:
     )
     with DocLens(make_settings(folder / "data")) as svc:
         svc.create_kb(KB)
-        assert all(r.ok for r in svc.ingest(KB, [folder / STREAMING, folder / SENSORS]))
+        # A Chinese paper beside them: questions are translated only for a library of both languages.
+        assert all(r.ok for r in svc.ingest(KB, [folder / STREAMING, folder / SENSORS, SAMPLES / PHYSICS]))
         yield svc
 
 

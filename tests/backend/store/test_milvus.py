@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -76,6 +77,15 @@ def test_create_list_insert_search_delete(store):
 
     store.delete_documents("kb_6869", ['d"2'])
     assert store.count("kb_6869") == 2
+
+
+def test_chunks_are_counted_by_language(store):
+    """What the retriever asks before translating a question (backend/retrieval/languages.py)."""
+    store.create_collection("kb_6c", DIM, "m")
+    chinese, english = rows("d1", ["能量守恒定律", "商业分析"]), rows("d2", ["energy conservation"])
+    store.insert("kb_6c", [replace(r, lang="zh") for r in chinese] + [replace(r, lang="en") for r in english])
+    assert (store.count("kb_6c", "zh"), store.count("kb_6c", "en"), store.count("kb_6c")) == (2, 1, 3)
+    assert store.count("kb_6c", 'en" or lang != "') == 0, "the language is quoted, never raw syntax"
 
 
 def test_rename_keeps_rows_and_drop_removes(store, caplog):
@@ -154,6 +164,8 @@ def test_schema_1_collections_still_open_and_take_new_rows(tmp_path):
     reopened.insert("kb_6f6c64", rows("d1", ["legacy energy text"]))
     [hit] = reopened.keyword_search("kb_6f6c64", "legacy", 5)
     assert (hit.row.id, hit.row.lang, hit.row.kind) == ("d1:0", "", "text")
+    with pytest.raises(StoreError, match="keeps no language"):  # the retriever then translates, as before
+        reopened.count("kb_6f6c64", "en")
     reopened.close()
 
 
