@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any, Callable, Optional
@@ -199,6 +200,62 @@ class ProgressEvent:
 
 
 ProgressCallback = Callable[[ProgressEvent], None]
+
+
+# -- how fast a long job goes: pages/s and the time left, beside the bar (web app and CLI alike) -----------
+
+PACE_MIN_SECONDS = 2.0  # a rate over a shorter time swings too much to show
+PAGE_STAGES = ("parse", "ocr")  # one count of pages: a file may have both kinds
+
+
+@dataclass(frozen=True)
+class Rate:
+    per_second: float
+    unit: str  # "pages" or "chunks"
+    seconds_left: float  # for the rest of this stage of this file
+
+
+class Pace:
+    """Pages (or chunks being embedded) per second of the file in hand, measured from when it was first
+    seen in that stage, and the seconds its rest takes at that rate."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._first: dict[tuple[int, str, str], tuple[float, int]] = {}  # -> (time, count) first seen
+
+    def update(self, event: ProgressEvent) -> Optional[Rate]:
+        """The rate after ``event``, or None while too little is known (or the stage is not counted)."""
+        unit = "pages" if event.stage in PAGE_STAGES else "chunks" if event.stage == "embed" else ""
+        if not unit or not event.total:
+            return None
+        now = self._clock()
+        started, first_count = self._first.setdefault((event.file_index, event.file, unit), (now, event.current))
+        elapsed, done = now - started, event.current - first_count
+        if elapsed < PACE_MIN_SECONDS or done < 1:
+            return None
+        per_second = done / elapsed
+        return Rate(per_second, unit, max(0, event.total - event.current) / per_second)
+
+
+def duration_text(seconds: float) -> tuple[int, str]:
+    """A rounded duration as (number, unit): "s" under 90 s, "min" under 90 min, else "h"."""
+    if seconds < 90:
+        return max(1, round(seconds)), "s"
+    if seconds < 90 * 60:
+        return round(seconds / 60), "min"
+    return round(seconds / 3600), "h"
+
+
+def per_second_text(rate: Rate) -> str:
+    """Two figures where it is slow (0.35 pages/s of OCR), whole numbers where it is fast."""
+    value = rate.per_second
+    return f"{value:.2f}" if value < 1 else f"{value:.1f}" if value < 10 else f"{value:.0f}"
+
+
+def rate_text(rate: Rate) -> str:
+    """e.g. "0.35 pages/s, about 19 min left" (the CLI's words; the web app says it in the user's language)."""
+    amount, unit = duration_text(rate.seconds_left)
+    return f"{per_second_text(rate)} {rate.unit}/s, about {amount} {unit} left"
 
 
 @dataclass

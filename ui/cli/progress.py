@@ -8,16 +8,17 @@ from typing import Optional
 from tqdm import tqdm
 
 from backend.service import READY_STEP
-from backend.types import ProgressEvent
+from backend.types import Pace, ProgressEvent, rate_text
 
 
 class TerminalProgress:
     """Callable progress sink: one bar for the whole job, its label naming the file and stage."""
 
-    def __init__(self, enabled: bool = True, lazy: bool = False):
+    def __init__(self, enabled: bool = True, lazy: bool = False, pace: Optional[Pace] = None):
         self.enabled = enabled
         self.lazy = lazy  # a bar only while work is reported, closed when it is done (``sync``: often none)
         self._bar: Optional[tqdm] = None
+        self._pace = pace or Pace()  # pages/s and the time left, in the label
 
     def __enter__(self) -> TerminalProgress:
         if self.enabled and not self.lazy:
@@ -49,6 +50,8 @@ class TerminalProgress:
         label = f"[{event.file_index}/{event.file_count}] {event.file[:40]}"
         if stage and event.total:
             label += f" {stage} {event.current}/{event.total}"
+        rate = self._pace.update(event)
+        label += f" ({rate_text(rate)})" if rate is not None else ""
         self._bar.set_description_str(label, refresh=False)
         # Small files are embedded together, after the next ones were parsed: an upload's bar never goes back.
         now = int(event.fraction * 1000)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from backend.service import LOCAL
-from backend.types import IngestResult, ProgressEvent
+from backend.types import IngestResult, Pace, ProgressEvent, Rate
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +50,8 @@ class UploadJob:
     files: list[FileState] = field(default_factory=list)
     shown_fraction: float = 0.0
     listed_cancellable: Optional[list[tuple[str, int]]] = None  # what the page's file picker was last sent
+    pace: Pace = field(default_factory=Pace)
+    rate: Optional[Rate] = None  # of the stage in hand: pages/s and the time its file still takes
 
     def __post_init__(self) -> None:
         self.files = [FileState(name) for name in self.names]
@@ -70,6 +72,7 @@ class UploadJob:
 
     def record(self, event: ProgressEvent) -> None:
         self.event = event
+        self.rate = self.pace.update(event)
         if event.stage == "done" or not 0 < event.file_index <= len(self.files):
             return
         state = self.files[event.file_index - 1]

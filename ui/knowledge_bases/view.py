@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 from typing import Any, Optional, Sequence
 
-from backend.types import DocumentInfo, IngestResult, ProgressEvent
+from backend.types import DocumentInfo, IngestResult, ProgressEvent, Rate, duration_text, per_second_text
 from ui.i18n.messages import translate_result
 from ui.i18n.strings import text
 from ui.icons import icon
@@ -55,6 +55,16 @@ def progress_text(event: ProgressEvent, lang: str = "en") -> str:
     return f"{head} · {stage if known else event.message or stage}"
 
 
+def pace_text(rate: Rate, lang: str) -> str:
+    """e.g. "0.35 pages/s · about 19 min left", "每秒 0.35 页 · 约剩 19 分钟"."""
+    amount, unit = duration_text(rate.seconds_left)
+    if lang == "zh":
+        zh_unit = {"s": "秒", "min": "分钟", "h": "小时"}[unit]
+        what = "页" if rate.unit == "pages" else "块"
+        return f"每秒 {per_second_text(rate)} {what} · 约剩 {amount} {zh_unit}"
+    return f"{per_second_text(rate)} {rate.unit}/s · about {amount} {unit} left"
+
+
 def progress_html(fraction: Optional[float], line: str) -> str:
     """A progress bar of our own (the job outlives any one Gradio event, so Gradio's bar cannot show it);
     ``fraction`` None: work whose length is unknown (a moving stripe, no percentage)."""
@@ -89,6 +99,7 @@ def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) 
         ).format(file=first)
     else:
         line = progress_text(job.event, lang)
+        line += f" · {pace_text(job.rate, lang)}" if job.rate is not None else ""
     if job.cancel.is_set():
         line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
     cancelled = [job.files[place].name for place in sorted(job.cancelled_files) if place < len(job.files)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from backend.embedding.builds import report_step
 from backend.embedding.preparation import ModelState, watch_model_preparation
-from backend.types import ProgressEvent
+from backend.types import Pace, ProgressEvent
 from tests.conftest import make_settings
 from ui.cli.progress import ModelPreparationBar, TerminalProgress
 
@@ -48,3 +48,16 @@ def test_the_model_bar_ends_at_100_percent_when_the_model_is_ready(tmp_path, cap
         state.started(settings)
         state.finished()
     assert cached._bar is None and "preparing" not in capsys.readouterr().err
+
+
+def test_the_upload_bar_says_how_fast_and_how_long_the_file_still_takes() -> None:
+    """Issue 25 item 6: a long document (a scanned book) shows pages/s and the time left beside the bar."""
+    from tests.support.clock import Clock
+
+    clock = Clock()
+    with TerminalProgress(pace=Pace(clock)) as progress:
+        progress(ProgressEvent("ocr", "book.pdf", 1, 1, 1, 500))
+        assert "left" not in progress._bar.desc
+        clock.now += 10.0
+        progress(ProgressEvent("ocr", "book.pdf", 1, 1, 5, 500))
+        assert progress._bar.desc.endswith("OCR page 5/500 (0.40 pages/s, about 21 min left)"), progress._bar.desc
