@@ -19,6 +19,18 @@ _STACK_REACH = 1.6  # how far above and below a bar, in font sizes, its numerato
 _WORD_GAP = 0.2  # a gap wider than this share of the size between letters parts two words
 _SCRIPT_GAP = 0.6
 _BIG_OPERATORS = set("∑∏∫∮⋃⋂")  # a script stands at most this many sizes right of its base
+# Operators written as words whose limits stand below them in display formulas
+_LIMIT_WORDS = {
+    "lim": "\\lim",
+    "inf": "\\inf",
+    "sup": "\\sup",
+    "max": "\\max",
+    "min": "\\min",
+    "liminf": "\\liminf",
+    "limsup": "\\limsup",
+    "argmax": "\\arg\\max",
+    "argmin": "\\arg\\min",
+}
 
 
 @dataclass
@@ -59,7 +71,107 @@ def formula_latex(chars: Sequence[Char], rules: Sequence[BBox]) -> str:
     pieces = _accents_joined(pieces)
     for rule in sorted(rules, key=lambda b: b[2] - b[0]):
         pieces = _radical(pieces, rule) or _fraction(pieces, rule) or pieces
-    return " \\\\ ".join(_row(band) for band in _bands(_limits_joined(pieces)))
+    return " \\\\ ".join(_row(band) for band in _bands(_limits_joined(_limit_words_joined(pieces))))
+
+
+def _limit_words_joined(pieces: list[_Piece]) -> list[_Piece]:
+    """An operator written as a word (lim, inf, sup, max, min) with a smaller line right below it: its limit
+    (\\inf_{\\theta\\in\\Theta}). Read left to right with the rest, that line would cut the word in two
+    ("in_{\\theta\\in\\Theta}f"), lost to a search for "inf" as much as to a reader."""
+    words = _operator_words(pieces)
+    for line_words in _by_line(words):
+        present = {id(p) for p in pieces}  # a word in a limit of an earlier line was taken with it
+        line_words = [w for w in line_words if all(id(p) in present for p in w)]
+        if not line_words:
+            continue
+        size = line_words[0][0].size
+        small = [p for p in pieces if p.size < _SCRIPT_SIZE * size]
+        seeds = [p for p in small if any(_right_below(p, w) for w in line_words)]
+        if not seeds:
+            continue
+        below = _line_around(seeds, small, size)
+        centres = [(w[0].box[0] + w[-1].box[2]) / 2 for w in line_words]
+        for k, word in enumerate(line_words):  # "lim inf inf": each glyph goes to the word it stands under
+            own = [p for p in below if min(range(len(centres)), key=lambda i: abs(centres[i] - p.cx)) == k]
+            if own:
+                latex = f"{_LIMIT_WORDS[''.join(w.char for w in word)]}_{{{_row(own)}}}"
+                pieces = _replaced(pieces, [*word, *own], _Piece(latex, union([w.box for w in word]), size))
+    return pieces
+
+
+def _right_below(piece: _Piece, word: Sequence[_Piece]) -> bool:
+    """Under the word, lower than a subscript stands (its top below the word's baseline), within a size of it."""
+    size, bottom = word[0].size, word[0].box[1]
+    return (
+        word[0].box[0] - size <= piece.cx <= word[-1].box[2] + size
+        and piece.box[3] <= bottom + 0.15 * size
+        and bottom - piece.box[3] < size
+    )
+
+
+def _by_line(words: list[list[_Piece]]) -> list[list[list[_Piece]]]:
+    lines: list[list[list[_Piece]]] = []
+    for word in sorted(words, key=lambda w: w[0].box[0]):
+        line = next((line for line in lines if _same_line(line[0][0], word[0])), None)
+        if line is None:
+            lines.append([word])
+        else:
+            line.append(word)
+    return lines
+
+
+def _same_line(a: _Piece, b: _Piece) -> bool:
+    return abs(a.box[1] - b.box[1]) < 0.3 * max(a.size, b.size)
+
+
+def _operator_words(pieces: Sequence[_Piece]) -> list[list[_Piece]]:
+    """Runs of letters of one size on one baseline, close together, that spell an operator of _LIMIT_WORDS."""
+    letters = sorted((p for p in pieces if p.char.isascii() and p.char.isalpha()), key=lambda p: p.box[0])
+    words: list[list[_Piece]] = []
+    taken: set[int] = set()
+    for start in letters:
+        if id(start) in taken:
+            continue
+        word = [start]
+        while (following := _next_letter(word[-1], letters)) is not None:
+            word.append(following)
+        taken.update(id(p) for p in word)
+        if "".join(p.char for p in word) in _LIMIT_WORDS:
+            words.append(word)
+    return words
+
+
+def _next_letter(letter: _Piece, letters: Sequence[_Piece]) -> Optional[_Piece]:
+    size = letter.size
+    near = [
+        p
+        for p in letters
+        if p.box[0] > letter.box[0]
+        and abs(p.size - size) < 0.1 * size
+        and _same_line(p, letter)
+        and p.box[0] - letter.box[2] < 0.25 * size
+    ]
+    return min(near, key=lambda p: p.box[0]) if near else None
+
+
+def _line_around(seed: list[_Piece], small: Sequence[_Piece], size: float) -> list[_Piece]:
+    """The whole small line the seed glyphs belong to: a limit wider than its operator reaches past it."""
+    line = list(seed)
+    level = median(p.cy for p in seed)
+    rest = sorted(
+        (p for p in small if all(p is not q for q in line) and abs(p.cy - level) < 0.3 * size), key=lambda p: p.box[0]
+    )
+    grown = True
+    while grown:
+        grown = False
+        for p in rest:
+            if any(p is q for q in line):
+                continue
+            left, right = min(q.box[0] for q in line), max(q.box[2] for q in line)
+            if left - _SCRIPT_GAP * size < p.box[2] and p.box[0] < right + _SCRIPT_GAP * size:
+                line.append(p)
+                grown = True
+    return line
 
 
 def _limits_joined(pieces: list[_Piece]) -> list[_Piece]:

