@@ -157,7 +157,9 @@ class RapidOCREngine:
     def __init__(self, det_limit_side_len: int = 1280) -> None:
         self._params = {
             "Global.use_cls": False,  # the classifier flipped long English lines
-            "Global.log_level": "warning",  # it logs every model load at INFO otherwise
+            # it logs every model load at INFO, and at WARNING each region without text (blank formula
+            # boxes, empty scans: expected, and said once per document by the ingest's own notes)
+            "Global.log_level": "error",
             "Det.limit_type": "max",
             "Det.limit_side_len": det_limit_side_len,
             # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
@@ -176,6 +178,7 @@ class RapidOCREngine:
                     raise DocumentError(f"OCR engine rapidocr is not installed ({exc})") from None
                 bound_native_heap()  # ORT runs without its arena here: freed activations must go back
                 engine = RapidOCR(params=self._params)
+                _logs_through_ours(logging.getLogger("RapidOCR"))
                 # each loads once; rapidocr offers no other way to reach the sessions
                 detector, recognizer = engine._load_det_model(), engine._load_rec_model()
                 detector.session = OneAtATime(detector.session)
@@ -208,6 +211,13 @@ class RapidOCREngine:
             ]
         finally:
             return_free_memory()  # what this page's model runs freed, before the next page renders
+
+
+def _logs_through_ours(logger: logging.Logger) -> None:
+    """rapidocr prints to stderr through a handler of its own, in colour, past the app's logging settings."""
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    logger.propagate = True
 
 
 class OneAtATime:

@@ -230,3 +230,16 @@ def test_ppstructure_api_unreachable():
     engine = PPStructureAPIEngine("http://127.0.0.1:9/layout-parsing", timeout=2)
     with pytest.raises(DocumentError, match="cannot connect"):
         engine.recognize(Image.new("RGB", (10, 10)))
+
+
+def test_a_region_without_text_is_not_reported_on_the_console(capfd):
+    """Each formula box or blank page without text printed a coloured "[WARNING] … The text detection result
+    is empty" past the app's logging, between the CLI's progress lines."""
+    import logging
+
+    engine = RapidOCREngine()
+    assert engine.lines(Image.new("RGB", (400, 200), "white")) == []
+    captured = capfd.readouterr()
+    assert "text detection result is empty" not in captured.err + captured.out
+    rapidocr_log = logging.getLogger("RapidOCR")
+    assert not rapidocr_log.handlers and rapidocr_log.propagate, "its errors go through the app's logging"
