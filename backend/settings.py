@@ -242,6 +242,8 @@ SECRET_ENV: dict[tuple[str, str], tuple[str, ...]] = {
     ("llm", "api_key"): ("DOCLENS_LLM_API_KEY", "OPENAI_API_KEY"),
     ("ui", "auth"): ("DOCLENS_AUTH",),
 }
+# The settings file when none is given (``--config`` sets it, so the processes a command starts read it too)
+CONFIG_ENV = "DOCLENS_CONFIG"
 # Plain values that fall back to a well-known variable when neither config nor DOCLENS_* sets them.
 FALLBACK_ENV: dict[tuple[str, str], str] = {("llm", "base_url"): "OPENAI_BASE_URL"}
 
@@ -252,8 +254,10 @@ _SECTIONS = {name for name, field in Settings.model_fields.items() if name != "d
 def load_settings(
     config_path: Optional[os.PathLike | str] = None, environ: Optional[Mapping[str, str]] = None
 ) -> Settings:
-    """Read config.yaml (or ``config_path``), apply the environment, validate, and return Settings."""
+    """Read config.yaml (or ``config_path``, else the file DOCLENS_CONFIG names), apply the environment,
+    validate, and return Settings."""
     env = os.environ if environ is None else environ
+    config_path = config_path or env.get(CONFIG_ENV) or None
     path = Path(config_path) if config_path else DEFAULT_CONFIG_PATH
     raw = _read_yaml(path) if (config_path or path.exists()) else {}
     _reject_secrets_in_file(raw, path)

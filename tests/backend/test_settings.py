@@ -123,3 +123,11 @@ def test_changes_are_validated_like_the_config_file():
     with pytest.raises(SettingsError) as from_env:
         load_settings(CONFIG, environ={"DOCLENS_LLM_TIMEOUT": "soon"})
     assert str(typed.value) == str(from_env.value)
+
+
+def test_doclens_config_names_the_file_when_no_path_is_given(tmp_path):
+    """What `--config` sets for the processes a command starts (a bench's `main.py serve`)."""
+    team = tmp_path / "team.yaml"
+    team.write_text("retrieval:\n  top_k: 7\n", encoding="utf-8")
+    assert load_settings(environ={"DOCLENS_CONFIG": str(team)}).retrieval.top_k == 7
+    assert load_settings(CONFIG, environ={"DOCLENS_CONFIG": str(team)}).retrieval.top_k != 7, "a path given wins"

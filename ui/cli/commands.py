@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
 from backend.errors import DocLensError
-from backend.settings import Settings, load_settings
+from backend.settings import CONFIG_ENV, Settings, load_settings
 from ui.cli.bench_load import add_bench_load_command
 from ui.cli.bench_page import add_bench_page_command
 from ui.cli.output import CLI_USER, emit_json, open_service, show_rows, write_json
@@ -56,6 +57,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     args.config = getattr(args, "config", None)
     args.debug = getattr(args, "debug", False)
+    if args.config:  # the app a bench starts (`main.py serve`) reads the same file
+        os.environ[CONFIG_ENV] = str(Path(args.config).resolve())
     try:
         settings = load_settings(args.config)
         setup_logging(settings, args.debug)

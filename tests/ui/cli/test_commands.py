@@ -75,3 +75,17 @@ def test_a_first_start_shows_a_bar_of_the_model_build(tmp_path: Path) -> None:
     for step in ("bundled read", "bundled write", "bundled package"):
         assert f"preparing the embedding model: {step}" in ingested.stderr, ingested.stderr[-2000:]
     assert "%" in ingested.stderr
+
+
+def test_config_reaches_the_processes_a_command_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench-load, bench-page and bench-start serve the app in a process of its own: `--config` reaches it
+    through DOCLENS_CONFIG, as the environment's overrides do."""
+    from backend.settings import CONFIG_ENV
+    from ui.cli.commands import main
+
+    team = tmp_path / "team.yaml"
+    team.write_text(f"data_dir: {tmp_path / 'data'}\n", encoding="utf-8")
+    monkeypatch.setenv(CONFIG_ENV, "")  # restored (unset) after the test
+    monkeypatch.delenv("DOCLENS_DATA_DIR", raising=False)
+    assert main(["--config", str(team), "kb", "list"]) == 0
+    assert os.environ[CONFIG_ENV] == str(team.resolve())
