@@ -75,7 +75,7 @@ class VectorStore(ABC):
 
     @abstractmethod
     def count(self, name: str, lang: Optional[str] = None) -> int:
-        """Its chunks; with ``lang``, those in that language only (None where the collection keeps none)."""
+        """Its chunks; with ``lang``, those in that language only (StoreError where it keeps no language)."""
 
     @abstractmethod
     def insert(self, name: str, rows: Sequence[ChunkRow]) -> None: ...
