@@ -62,6 +62,7 @@ class OCRSettings(_Section):
     engine: Literal["rapidocr", "paddleocr", "ppstructure_api"] = "rapidocr"
     dpi: int = Field(default=200, ge=72, le=600)
     det_limit_side_len: int = Field(default=1280, ge=320, le=4096)
+    runtime: Literal["auto", "openvino", "onnxruntime"] = "auto"  # rapidocr's models: auto = OpenVINO if installed
     api_url: str = ""  # ppstructure_api: the layout-parsing endpoint
     timeout: float = Field(default=120.0, gt=0)
     api_token: Optional[SecretStr] = Field(default=None, exclude=True)

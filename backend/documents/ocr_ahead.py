@@ -8,11 +8,9 @@ from typing import Callable, Sequence
 
 from PIL import Image
 
-from backend.cpu import usable_cpus
 from backend.documents.ocr import OCREngine
+from backend.documents.ocr_runtime import ocr_workers
 from backend.documents.pdfium_lock import PDFIUM_LOCK
-
-MAX_OCR_WORKERS = 4
 
 
 class OCRAhead:
@@ -58,11 +56,6 @@ def _wait_without_pdfium_lock(future: Future[str]) -> str:
         return future.result()
     finally:
         PDFIUM_LOCK.acquire()
-
-
-def ocr_workers() -> int:
-    """Pages OCR'd at once: one per usable core, at most MAX_OCR_WORKERS (memory: a rendered page each)."""
-    return max(1, min(MAX_OCR_WORKERS, usable_cpus()))
 
 
 def ocr_dpi(configured: int, images: Sequence[tuple]) -> float:

@@ -29,7 +29,9 @@ def page() -> np.ndarray:
 def test_recogniser_runs_in_slices_and_keeps_only_the_best_characters(page: np.ndarray) -> None:
     from rapidocr import RapidOCR
 
-    engine = RapidOCREngine()
+    # ONNX Runtime gives the same scores bit for bit in slices; OpenVINO's differ in the fourth decimal
+    # (tests/backend/documents/test_ocr_runtime.py holds its text to ONNX Runtime's)
+    engine = RapidOCREngine(runtime="onnxruntime")
     bounded = engine._load()
     recognizer = bounded._load_rec_model()
     assert isinstance(recognizer.session, RecognitionRuns)
