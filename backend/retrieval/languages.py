@@ -9,14 +9,13 @@ import threading
 from typing import TYPE_CHECKING
 
 from backend.errors import StoreError
+from backend.retrieval.query_plan import OTHER_LANGUAGE
 from backend.store.base import VectorStore
 
 if TYPE_CHECKING:
     from backend.knowledge_bases.open_kb import OpenKB
 
 log = logging.getLogger(__name__)
-
-OTHER_LANGUAGE = {"zh": "en", "en": "zh"}
 
 
 class LibraryLanguages:

@@ -29,6 +29,9 @@ _LATIN = re.compile(r"[A-Za-z][A-Za-z0-9+\-]*")
 _ACRONYM = re.compile(r"^(?:[A-Z][A-Z0-9&\-]+|[A-Za-z]+\d[A-Za-z0-9]*)$")  # NFL, CO2, H2O, 4G
 
 
+OTHER_LANGUAGE = {"zh": "en", "en": "zh"}
+
+
 @dataclass(frozen=True)
 class QuestionPlan:
     question: str
@@ -39,7 +42,7 @@ class QuestionPlan:
 
     @property
     def other(self) -> str:
-        return {"zh": "en", "en": "zh"}.get(self.lang, "")
+        return OTHER_LANGUAGE.get(self.lang, "")
 
     def crosses(self, chunk_lang: str) -> bool:
         return bool(self.lang and chunk_lang and chunk_lang != self.lang)
