@@ -91,8 +91,10 @@ def _limit_words_joined(pieces: list[_Piece]) -> list[_Piece]:
             continue
         below = _line_around(seeds, small, size)
         centres = [(w[0].box[0] + w[-1].box[2]) / 2 for w in line_words]
-        for k, word in enumerate(line_words):  # "lim inf inf": each glyph goes to the word it stands under
-            own = [p for p in below if min(range(len(centres)), key=lambda i: abs(centres[i] - p.cx)) == k]
+        # "lim inf inf": each glyph goes to the word it stands under
+        under = [min(range(len(centres)), key=lambda i: abs(centres[i] - p.cx)) for p in below]
+        for k, word in enumerate(line_words):
+            own = [p for p, word_at in zip(below, under) if word_at == k]
             if own:
                 latex = f"{_LIMIT_WORDS[''.join(w.char for w in word)]}_{{{_row(own)}}}"
                 pieces = _replaced(pieces, [*word, *own], _Piece(latex, union([w.box for w in word]), size))
@@ -157,19 +159,19 @@ def _next_letter(letter: _Piece, letters: Sequence[_Piece]) -> Optional[_Piece]:
 def _line_around(seed: list[_Piece], small: Sequence[_Piece], size: float) -> list[_Piece]:
     """The whole small line the seed glyphs belong to: a limit wider than its operator reaches past it."""
     line = list(seed)
+    taken = {id(p) for p in line}
     level = median(p.cy for p in seed)
-    rest = sorted(
-        (p for p in small if all(p is not q for q in line) and abs(p.cy - level) < 0.3 * size), key=lambda p: p.box[0]
-    )
+    rest = sorted((p for p in small if id(p) not in taken and abs(p.cy - level) < 0.3 * size), key=lambda p: p.box[0])
     grown = True
     while grown:
         grown = False
         for p in rest:
-            if any(p is q for q in line):
+            if id(p) in taken:
                 continue
             left, right = min(q.box[0] for q in line), max(q.box[2] for q in line)
             if left - _SCRIPT_GAP * size < p.box[2] and p.box[0] < right + _SCRIPT_GAP * size:
                 line.append(p)
+                taken.add(id(p))
                 grown = True
     return line
 
