@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from backend.documents.equations import is_equation_text
+from backend.stage_times import stage
 from backend.text import CJK_CHAR, join_words
 from backend.types import Chunk, Figure, PageText
 
@@ -43,6 +44,7 @@ class _Unit:
     references: bool = False  # part of the bibliography
 
 
+@stage("chunking")
 def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chunk]:
     """Chunks of at most ``size`` characters (a single oversized table row or formula may exceed it)."""
     if size <= 0:
@@ -53,6 +55,7 @@ def chunk_pages(pages: Sequence[PageText], size: int, overlap: int) -> list[Chun
     return _Packer(size, overlap).pack(units)
 
 
+@stage("chunking")
 def with_figure_chunks(chunks: list[Chunk], figures: Sequence[Figure]) -> list[Chunk]:
     """The chunks, then one chunk per figure that holds words taken out of the body (a plot drawn with
     words): its caption and words are searchable once, not as a hundred chunks of noise."""

@@ -30,6 +30,7 @@ from backend.documents.figure_regions import (
     text_size,
 )
 from backend.documents.layout import BBox, Char, TextLine, center_inside, union
+from backend.stage_times import stage
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class PageFigure:
         return f"p{self.page}_fig{self.index}.png"
 
 
+@stage("figures")
 def save_figure(figure: PageFigure, directory: Path | str) -> Path:
     """Write the figure as ``p{page}_fig{n}.png`` into ``directory`` and return its path."""
     folder = Path(directory)
@@ -78,6 +80,7 @@ def image_boxes(page: pdfium.PdfPage) -> list[tuple[BBox, tuple[int, int]]]:
     return page_objects(page).images
 
 
+@stage("figures")
 def find_figures(
     page: pdfium.PdfPage,
     page_no: int,

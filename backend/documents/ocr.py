@@ -24,6 +24,7 @@ from backend.documents.ocr_runtime import ocr_workers, one_request, requests_per
 from backend.errors import DocumentError
 from backend.memory import bound_native_heap, return_free_memory
 from backend.settings import Settings
+from backend.stage_times import stage
 from backend.text import join_words
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,7 @@ class OCRBox:
         return max(1.0, self.y1 - self.y0)
 
 
+@stage("layout")
 def page_text(boxes: Sequence[OCRBox], image: Image.Image, use_layout_model: bool = True) -> str:
     """The page's text from its OCR boxes; when they form columns (geometry alone is unsure on a scan:
     no image objects mark the figures) the layout model's regions join in."""
@@ -193,6 +195,7 @@ class RapidOCREngine:
     def recognize(self, image: Image.Image) -> str:
         return page_text(self.lines(image), image)
 
+    @stage("ocr_other")
     def lines(self, image: Image.Image) -> list[OCRBox]:
         """The recognised lines with their boxes (page previews frame a cited passage with them)."""
         import numpy as np
@@ -237,7 +240,7 @@ class OneAtATime:
         self._lock = threading.Lock()
 
     def __call__(self, image: Any) -> Any:
-        with self._lock:
+        with self._lock, stage("ocr_detection"):
             # OpenVINO hands back a view of its one request's output, which the next page overwrites
             return self.session(image).copy()
 
@@ -259,6 +262,7 @@ class RecognitionRuns:
         self.session = session
         self.max_columns = max_columns
 
+    @stage("ocr_recognition")
     def __call__(self, batch: Any) -> BestCharacters:
         import numpy as np
 

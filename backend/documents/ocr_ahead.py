@@ -11,6 +11,7 @@ from PIL import Image
 from backend.documents.ocr import OCREngine
 from backend.documents.ocr_runtime import ocr_workers
 from backend.documents.pdfium_lock import PDFIUM_LOCK
+from backend.stage_times import WAITING, carrying_file, stage
 
 
 class OCRAhead:
@@ -29,6 +30,7 @@ class OCRAhead:
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ocr")
         self._futures: dict[int, Future[str]] = {}
 
+    @stage(WAITING)
     def text(self, index: int) -> str:
         """The recognised text of page ``index``; keeps the next scanned pages in flight meanwhile."""
         self._queue = [i for i in self._queue if i != index]
@@ -39,7 +41,7 @@ class OCRAhead:
         return _wait_without_pdfium_lock(self._futures.pop(index))
 
     def _submit(self, index: int) -> None:
-        self._futures[index] = self._pool.submit(self._engine.recognize, self._render(index))
+        self._futures[index] = self._pool.submit(carrying_file(self._engine.recognize), self._render(index))
 
     def close(self) -> None:
         # A page still in flight finishes in the background: cancel must not wait for it.

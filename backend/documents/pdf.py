@@ -38,7 +38,7 @@ from backend.documents.figures import (
     render_region,
 )
 from backend.documents.formulas.lines import formulas_as_latex
-from backend.documents.layout import TextLine, center_inside, is_visible_char, lines_to_text, order_lines
+from backend.documents.layout import TextLine, center_inside, lines_to_text, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
     layout_model,
@@ -48,20 +48,20 @@ from backend.documents.layout_model import (
 )
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
-from backend.documents.ocr_ahead import OCRAhead, ocr_dpi
+from backend.documents.ocr_ahead import OCRAhead
 from backend.documents.page_lines import PageLines
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.reading_order import column_test_unsure
+from backend.documents.scanned import MIN_IMAGE_COVER, is_scanned, load_page, render_scan
 from backend.documents.tables import find_tables, has_ruling, page_paths, remove_table_text, table_blocks
 from backend.errors import DocumentError
-from backend.settings import IngestSettings, Settings
+from backend.settings import Settings
+from backend.stage_times import stage
 from backend.types import PageText
 
 log = logging.getLogger(__name__)
 
-MIN_VISIBLE_CHARS = 20  # fewer than this and mostly image: a scanned page
-MIN_IMAGE_COVER = 0.5
 MARGIN_ZONE = 0.09  # share of the page height where running headers and footers live
 MAX_FORMULAS_PER_PAGE = 6  # more glyph clusters than this are a drawing, not formulas
 FORMULA_DPI = 216
@@ -98,17 +98,18 @@ class ParsedPage:
 
 
 def iter_pages(
-    path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None
+    path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None, first_page: int = 0
 ) -> Generator[ParsedPage, None, None]:
-    """Parse the PDF page by page. OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
+    """Parse the PDF page by page, from page index ``first_page`` (an interrupted upload resumes there).
+    OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)
     with PDFIUM_LOCK:
         parser = _PageParser(path, open_pdf(path), settings, ocr_engine)
     try:
         with PDFIUM_LOCK:
-            parser.survey(page_count)
-        for index in range(page_count):
+            parser.survey(page_count)  # every page: running headers are found on all of them
+        for index in range(first_page, page_count):
             let_questions_pass()
             with PDFIUM_LOCK:  # released while the page is handed over: the reader may wait long
                 parsed = parser.parse(index)
@@ -146,11 +147,12 @@ class _PageParser:
         self.pdf.close()
 
     # first pass ------------------------------------------------------------------------------
+    @stage("open_parse")
     def survey(self, page_count: int) -> None:
         """Find the scanned pages, and running headers and footers: margin lines on half the pages, digits aside."""
         counts: Counter[tuple[str, str]] = Counter()
         for index in range(page_count):
-            page = _load_page(self.pdf, index)
+            page = load_page(self.pdf, index)
             if page is None:
                 self.unreadable.add(index)
                 continue
@@ -172,8 +174,9 @@ class _PageParser:
             log.debug("%s: running headers/footers %s", self.path.name, sorted(self.running))
 
     # second pass -----------------------------------------------------------------------------
+    @stage("open_parse")
     def parse(self, index: int) -> ParsedPage:
-        page = None if index in self.unreadable else _load_page(self.pdf, index)
+        page = None if index in self.unreadable else load_page(self.pdf, index)
         if page is None:
             return ParsedPage(index + 1, "", unreadable=True)
         try:
@@ -235,6 +238,7 @@ class _PageParser:
             index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables)
         )
 
+    @stage("formulas")
     def _vector_formulas(
         self, page: pdfium.PdfPage, body: list[TextLine], paths: list, excluded: list
     ) -> list[TextLine]:
@@ -246,6 +250,7 @@ class _PageParser:
             return []
         return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
 
+    @stage("layout")
     def _layout_regions(
         self, page: pdfium.PdfPage, lines: list[TextLine], obstacles: list, figures: list[PageFigure]
     ) -> list:
@@ -267,6 +272,7 @@ class _PageParser:
             bitmap.close()
         return regions_in_points(layout_model().regions(image), NATIVE_DPI, page.get_height())
 
+    @stage("formulas")
     def _inline_symbols(
         self, page: pdfium.PdfPage, lines: list[TextLine], paths: list, excluded: list
     ) -> list[TextLine]:
@@ -293,6 +299,7 @@ class _PageParser:
             return False
         return bool(PAGE_NUMBER.match(line.text.strip())) or (zone, margin_key(line.text)) in self.running
 
+    @stage("tables")
     def _tables(self, index: int, page: pdfium.PdfPage, body: Sequence[TextLine], paths: list) -> list:
         if not self.settings.ingest.extract_tables or not has_ruling(paths):
             return []
@@ -316,7 +323,7 @@ class _PageParser:
     def _parse_scanned(self, page: pdfium.PdfPage, index: int, images: list) -> ParsedPage:
         if self._ocr_ahead is None:
             engine = self._ocr_engine or get_ocr_engine(self.settings)
-            self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(self.scanned))
+            self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(i for i in self.scanned if i >= index))
         text = self._strip_ocr_margins(self._ocr_ahead.text(index))
         self.tail = [ln for ln in text.splitlines() if ln.strip()][-TAIL_LINES:]
         ingest = self.settings.ingest
@@ -343,14 +350,7 @@ class _PageParser:
     def _render_scan(self, index: int) -> Image.Image:
         page = self.pdf[index]
         try:
-            dpi = self.limits.render_dpi(
-                page.get_width(), page.get_height(), ocr_dpi(self.settings.ocr.dpi, self.scanned[index]), index
-            )
-            bitmap = page.render(scale=dpi / 72.0)
-            try:
-                return bitmap.to_pil().convert("RGB")
-            finally:
-                bitmap.close()
+            return render_scan(page, self.scanned[index], self.limits, self.settings.ocr.dpi, index)
         finally:
             page.close()
 
@@ -369,15 +369,6 @@ class _PageParser:
             else:
                 self._ocr_edges[zone] = key
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
-
-
-def _load_page(pdf: pdfium.PdfDocument, index: int) -> Optional[pdfium.PdfPage]:
-    """The page, or None when pdfium cannot load it (a broken page tree): the other pages are still read."""
-    try:
-        return pdf[index]
-    except pdfium.PdfiumError as exc:
-        log.warning("page %d cannot be loaded (%s)", index + 1, exc)
-        return None
 
 
 def _with_tables(lines: list[TextLine], tables: list, obstacles: list[tuple]) -> list[TextLine]:
@@ -404,45 +395,6 @@ def _margin_zone(line: TextLine, height: float) -> Optional[str]:
 def margin_key(text: str) -> str:
     """Running lines differ only in their numbers: compare them with digits folded."""
     return re.sub(r"\d+", "#", re.sub(r"\s+", "", text)).lower()
-
-
-def is_scanned(lines: Sequence[TextLine], images: Sequence[tuple], page_area: float) -> bool:
-    """Fewer than 20 visible characters and images over half the page (an invisible OCR layer counts)."""
-    visible = sum(1 for ln in lines for c in ln.chars if is_visible_char(c.text))
-    if visible >= MIN_VISIBLE_CHARS or page_area <= 0:
-        return False
-    covered = sum(max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1]) for b, _ in images)
-    return covered / page_area > MIN_IMAGE_COVER
-
-
-def has_scanned_pages(path: os.PathLike | str, settings: Optional[Settings] = None) -> bool:
-    """Whether parsing will OCR any page: the same test, reading text only on pages with images."""
-    limits = PageLimits(Path(path).name, settings.ingest if settings is not None else IngestSettings())
-    with PDFIUM_LOCK:
-        pdf = open_pdf(Path(path))
-        count = len(pdf)  # a pdfium call too
-    try:
-        for index in range(count):
-            with PDFIUM_LOCK:  # page by page, so a preview waits for one page at most
-                if _page_is_scanned(pdf, index, limits):
-                    return True
-        return False
-    finally:
-        with PDFIUM_LOCK:
-            pdf.close()
-
-
-def _page_is_scanned(pdf: pdfium.PdfDocument, index: int, limits: PageLimits) -> bool:
-    page = _load_page(pdf, index)
-    if page is None:
-        return False
-    try:
-        images = image_boxes(page)
-        return bool(images) and is_scanned(
-            PageLines(limits).read(page, index), images, page.get_width() * page.get_height()
-        )
-    finally:
-        page.close()
 
 
 def parse_pdf(path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None) -> list[ParsedPage]:

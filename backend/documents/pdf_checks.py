@@ -14,12 +14,14 @@ from backend.documents.limits import check_page_sizes, check_streams
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.errors import DocumentError
 from backend.settings import Settings
+from backend.stage_times import stage
 
 log = logging.getLogger(__name__)
 
 _EOF_WINDOW = 8192
 
 
+@stage("open_parse")
 def inspect_pdf(path: os.PathLike | str, settings: Settings) -> int:
     """Check the file before any work and return its page count; DocumentError names the file and why."""
     path = Path(path)

@@ -11,64 +11,27 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Callable, Collection, Iterator, Optional
+from typing import Callable, Collection, Optional
 
 import numpy as np
 
-from backend.documents.chunking import chunk_pages, with_figure_chunks
-from backend.documents.figures import save_figure
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
+from backend.documents.pdf import inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
-from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
-from backend.ingestion.notes import no_text_reason, stored_notes
+from backend.errors import CancelledError, DocLensError, KnowledgeBaseDeleted
+from backend.ingestion.job import Job, chunk_job, pages_done, take_pages
+from backend.ingestion.notes import stored_notes
 from backend.ingestion.read_ahead import PageReader, ReadAhead
 from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256, keep_apart
 from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
 from backend.settings import Settings
+from backend.stage_times import charge, stage, working_on
 from backend.store.base import ChunkRow
 from backend.text import text_language
-from backend.types import Chunk, DocumentInfo, Figure, IngestResult, PageText, ProgressCallback, ProgressEvent
+from backend.types import DocumentInfo, IngestResult, ProgressCallback, ProgressEvent
 
 log = logging.getLogger(__name__)
 __all__ = ["Ingestor", "UploadItem", "collect_uploads", "file_sha256"]  # the uploads are named here too
-
-
-@dataclass
-class _Job:
-    """One document in flight: what to undo if it does not finish, and what it was parsed into."""
-
-    kb: OpenKB
-    item: UploadItem
-    doc_id: str
-    report: Callable[..., None]
-    cancel: Optional[threading.Event]
-    slot: int = 0  # its place among the upload's results
-    cancel_files: Collection[int] = ()  # the places of the files the user cancelled one by one
-    sha: str = ""
-    page_count: int = 0
-    previous: Optional[DocumentInfo] = None  # a document of the same name that it replaces once complete
-    pages: list[PageText] = field(default_factory=list)
-    chunks: list[Chunk] = field(default_factory=list)
-    figures: list[Figure] = field(default_factory=list)
-    empty_ocr_pages: list[int] = field(default_factory=list)
-    unreadable_pages: list[int] = field(default_factory=list)  # pdfium could not load them
-    cut_pages: list[int] = field(default_factory=list)  # a text string cut by pdfium
-    characters: int = 0
-    seconds: float = 0.0  # spent on it so far
-
-    def check_cancel(self, whole_upload_only: bool = False) -> None:
-        if self.kb.deleted.is_set():
-            raise KnowledgeBaseDeleted(kb_deleted_message(self.kb))
-        if self.cancel is not None and self.cancel.is_set():
-            raise CancelledError(f"{self.item.name}: cancelled")
-        if not whole_upload_only and self.cancelled_alone:
-            raise CancelledError(f"{self.item.name}: cancelled")
-
-    @property
-    def cancelled_alone(self) -> bool:
-        return self.slot in self.cancel_files
 
 
 class _Upload:
@@ -85,7 +48,7 @@ class _Upload:
         self.cancel_files: Collection[int] = cancel_files
         self.on_result = on_result
         self.results: list[Optional[IngestResult]] = [None] * len(items)
-        self.waiting: list[_Job] = []
+        self.waiting: list[Job] = []
 
     def waiting_chunks(self) -> int:
         return sum(len(job.chunks) for job in self.waiting)
@@ -130,10 +93,12 @@ class Ingestor:
                 if upload.waiting_chunks() >= self.settings.ingest.embed_group_chunks:
                     self._finish_waiting(upload)
             self._finish_waiting(upload)
+        except BaseException as exc:
+            for job in upload.waiting:  # an interrupt (KeyboardInterrupt) between the two steps
+                _undo(job, exc)
+            raise
         finally:
             ahead.close()
-            for job in upload.waiting:  # an interrupt (KeyboardInterrupt) between the two steps
-                kb.remove_document(job.doc_id)
         if progress is not None and items:
             progress(ProgressEvent("done", file_index=len(items), file_count=len(items), message="done"))
         return [r for r in upload.results if r is not None]
@@ -141,10 +106,11 @@ class Ingestor:
     def _prepare_one(self, upload: _Upload, slot: int, report, ahead: ReadAhead) -> None:
         """Parsed and chunked, the document waits to be embedded; a duplicate or a failure is its result."""
         item = upload.items[slot]
-        job = _Job(upload.kb, item, "", report, upload.cancel, slot, upload.cancel_files)
+        job = Job(upload.kb, item, "", report, upload.cancel, slot, upload.cancel_files)
         started = time.perf_counter()
         try:
-            result = self._ingest(upload, job, ahead)
+            with working_on(item.name):
+                result = self._ingest(upload, job, ahead)
         except BaseException as exc:
             result = _failed(upload.kb, item, exc)
             if not isinstance(exc, Exception):  # an interrupt: recorded, then raised again
@@ -156,7 +122,7 @@ class Ingestor:
         else:
             _record(upload, slot, result, job.seconds)
 
-    def _ingest(self, upload: _Upload, job: _Job, ahead: ReadAhead) -> Optional[IngestResult]:
+    def _ingest(self, upload: _Upload, job: Job, ahead: ReadAhead) -> Optional[IngestResult]:
         reader = ahead.take(job.item)
         try:
             return self._ingest_read(upload, job, ahead, reader)
@@ -165,7 +131,7 @@ class Ingestor:
                 reader.stop()  # a duplicate or a failure leaves it unread
 
     def _ingest_read(
-        self, upload: _Upload, job: _Job, ahead: ReadAhead, reader: Optional[PageReader]
+        self, upload: _Upload, job: Job, ahead: ReadAhead, reader: Optional[PageReader]
     ) -> Optional[IngestResult]:
         item, kb = job.item, job.kb
         job.check_cancel()
@@ -185,17 +151,22 @@ class Ingestor:
         kb.begin_document(job.doc_id, item.name, job.sha)
         try:
             kb.keep_original(job.doc_id, item.path)
+            done = pages_done(job)
+            if reader is not None and reader.first_page != len(done):
+                reader.stop()  # it read from another page than the one to resume at
+                reader = None
             pages = (
                 reader.pages()
                 if reader is not None
-                else iter_pages(item.path, self.settings, ocr_engine=get_ocr_engine(self.settings))
+                else iter_pages(item.path, self.settings, get_ocr_engine(self.settings), first_page=len(done))
             )
-            job.chunks = self._parse_and_chunk(job, job.page_count, pages)
+            take_pages(job, done, pages, self.settings.ingest)
+            job.chunks = chunk_job(job, self.settings.ingest)
             ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
             # Its chunk count at once: it may wait for the next files, to be embedded with them.
             job.report("embed", 0, len(job.chunks), f"{len(job.chunks)} chunks to embed")
-        except BaseException:
-            kb.remove_document(job.doc_id)
+        except BaseException as exc:
+            _undo(job, exc)
             raise
         return None
 
@@ -205,7 +176,7 @@ class Ingestor:
         if upload.waiting:
             self._finish(upload, list(upload.waiting))
 
-    def _finish(self, upload: _Upload, jobs: list[_Job]) -> None:
+    def _finish(self, upload: _Upload, jobs: list[Job]) -> None:
         for job in [job for job in jobs if job.cancelled_alone]:  # the others of its group go on
             self._fail_all(upload, [job], CancelledError(f"{job.item.name}: cancelled"))
         jobs = [job for job in jobs if not job.cancelled_alone]
@@ -226,9 +197,10 @@ class Ingestor:
         total = sum(len(job.chunks) for job in jobs)
         for job, job_vectors in zip(jobs, _split_rows(vectors, [len(job.chunks) for job in jobs])):
             job.seconds += shared * len(job.chunks) / total
+            charge("embedding", shared * len(job.chunks) / total, job.item.name)
             self._store_one(upload, job, job_vectors)
 
-    def _embed_jobs(self, jobs: list[_Job]) -> np.ndarray:
+    def _embed_jobs(self, jobs: list[Job]) -> np.ndarray:
         """One call for the group; each file's progress is its own share of it (its own chunk count), and
         a file cancelled alone meanwhile is dropped when it is stored, the others of the group go on."""
         alone = len(jobs) == 1
@@ -244,33 +216,36 @@ class Ingestor:
                     job.report("embed", own, len(job.chunks), f"embedding {own} of {len(job.chunks)}")
 
         jobs[-1].check_cancel(whole_upload_only=not alone)
-        vectors = self.embedder.embed_passages([c.text for job in jobs for c in job.chunks], progress=on_batch)
+        with stage("embedding"), working_on(""):  # each file's share is charged to it after (_finish)
+            vectors = self.embedder.embed_passages([c.text for job in jobs for c in job.chunks], progress=on_batch)
         jobs[-1].check_cancel(whole_upload_only=not alone)
         return vectors
 
-    def _fail_all(self, upload: _Upload, jobs: list[_Job], exc: BaseException) -> None:
+    def _fail_all(self, upload: _Upload, jobs: list[Job], exc: BaseException) -> None:
         for job in jobs:
-            job.kb.remove_document(job.doc_id)
+            _undo(job, exc)
             _record(upload, job.slot, _failed(job.kb, job.item, exc), job.seconds)
         if not isinstance(exc, Exception):
             raise exc
 
-    def _store_one(self, upload: _Upload, job: _Job, vectors: np.ndarray) -> None:
+    def _store_one(self, upload: _Upload, job: Job, vectors: np.ndarray) -> None:
         started = time.perf_counter()
         try:
-            self._store(job, vectors)
-            job.kb.complete_document(
-                job.doc_id, job.pages, job.figures, len(job.chunks), job.page_count, job.check_cancel
-            )
+            with stage("storing"), working_on(job.item.name):
+                self._store(job, vectors)
+                job.kb.complete_document(
+                    job.doc_id, job.pages, job.figures, len(job.chunks), job.page_count, job.check_cancel
+                )
+                job.checkpoint.remove()
         except BaseException as exc:
-            job.kb.remove_document(job.doc_id)
+            _undo(job, exc)
             _record(upload, job.slot, _failed(job.kb, job.item, exc), job.seconds + time.perf_counter() - started)
             if not isinstance(exc, Exception):
                 raise
             return
         _record(upload, job.slot, self._stored_result(job), job.seconds + time.perf_counter() - started)
 
-    def _stored_result(self, job: _Job) -> IngestResult:
+    def _stored_result(self, job: Job) -> IngestResult:
         previous = job.previous
         replaced = previous if previous is not None and previous.doc_id != job.doc_id else None
         if replaced is not None:
@@ -286,62 +261,7 @@ class Ingestor:
             error=stored_notes(job.item, replaced, job.empty_ocr_pages, job.unreadable_pages, job.cut_pages),
         )
 
-    def _parse_and_chunk(self, job: _Job, page_count: int, pages: Iterator[ParsedPage]) -> list[Chunk]:
-        figure_dir = job.kb.figure_dir(job.doc_id)
-        for parsed in pages:
-            job.check_cancel()
-            job.report(
-                "ocr" if parsed.ocr else "parse",
-                parsed.page,
-                page_count,
-                f"{'OCR' if parsed.ocr else 'page'} {parsed.page} of {page_count}",
-            )
-            job.pages.append(PageText(parsed.page, parsed.text, parsed.ocr))
-            self._check_chunk_budget(job, parsed)
-            if parsed.ocr and parsed.empty_ocr:
-                job.empty_ocr_pages.append(parsed.page)
-            if parsed.unreadable:
-                job.unreadable_pages.append(parsed.page)
-            if parsed.cut_objects:
-                job.cut_pages.append(parsed.page)
-            for figure in parsed.figures:
-                path = save_figure(figure, figure_dir)
-                job.figures.append(
-                    Figure(
-                        id=f"{job.doc_id}/{path.stem}",
-                        doc_id=job.doc_id,
-                        file=job.item.name,
-                        page=parsed.page,
-                        path=str(path),
-                        caption=figure.caption or "",
-                        text=figure.text,
-                        context=figure.context,
-                    )
-                )
-        job.check_cancel()
-        chunks = chunk_pages(job.pages, self.settings.ingest.chunk_size, self.settings.ingest.chunk_overlap)
-        chunks = with_figure_chunks(chunks, job.figures)
-        if not chunks:
-            raise DocLensError(no_text_reason(job.item.name, job.unreadable_pages, job.empty_ocr_pages))
-        if len(chunks) > self.settings.ingest.max_chunks:
-            raise DocumentError(
-                f"{job.item.name}: {len(chunks):,} chunks: more than ingest.max_chunks "
-                f"({self.settings.ingest.max_chunks:,}); split the document"
-            )
-        return chunks
-
-    def _check_chunk_budget(self, job: _Job, parsed: ParsedPage) -> None:
-        """A chunk holds at most chunk_size characters: more text than max_chunks of them is refused at
-        the page where it is passed, not after parsing (and holding) the rest of the document."""
-        job.characters += len(parsed.text)
-        ingest = self.settings.ingest
-        if job.characters > ingest.max_chunks * ingest.chunk_size:
-            raise DocumentError(
-                f"{job.item.name}: by page {parsed.page} the text fills more than "
-                f"{ingest.max_chunks:,} chunks: more than ingest.max_chunks; split the document"
-            )
-
-    def _store(self, job: _Job, vectors: np.ndarray) -> None:
+    def _store(self, job: Job, vectors: np.ndarray) -> None:
         chunks = job.chunks
         total = len(chunks)
         rows = [
@@ -382,6 +302,15 @@ def _not_started(
     if cancelled_alone or (cancel is not None and cancel.is_set()):
         return IngestResult(item.name, "cancelled", error=f"{item.name}: cancelled before start")
     return None
+
+
+def _undo(job: Job, exc: BaseException) -> None:
+    """A document that did not finish is removed; after Ctrl-C or a shutdown, the pages it had parsed stay
+    for the same file's next upload (``ingestion.checkpoint``)."""
+    if isinstance(exc, Exception):
+        job.kb.remove_document(job.doc_id)
+    else:
+        job.kb.interrupt_document(job.doc_id)
 
 
 def _failed(kb: OpenKB, item: UploadItem, exc: BaseException) -> IngestResult:

@@ -7,11 +7,14 @@ import threading
 from typing import Iterator, Optional, Sequence
 
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.pdf import ParsedPage, has_scanned_pages, inspect_pdf, iter_pages
+from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
+from backend.documents.scanned import has_scanned_pages
 from backend.errors import CancelledError
+from backend.ingestion.checkpoint import PageCheckpoint
 from backend.ingestion.uploads import UploadItem, check_readable, file_sha256
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.settings import Settings
+from backend.stage_times import working_on
 
 READ_AHEAD_PAGES = 32  # parsed pages of the next file held at most, figures included
 
@@ -26,11 +29,18 @@ class PageReader:
     _END = object()
 
     def __init__(
-        self, item: UploadItem, sha: str, page_count: int, settings: Settings, cancel: Optional[threading.Event]
+        self,
+        item: UploadItem,
+        sha: str,
+        page_count: int,
+        settings: Settings,
+        cancel: Optional[threading.Event],
+        first_page: int = 0,  # pages an interrupted upload of it parsed already (ingestion.checkpoint)
     ) -> None:
         self.item = item
         self.sha = sha
         self.page_count = page_count
+        self.first_page = first_page
         self._settings = settings
         self._cancel = cancel
         self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
@@ -65,6 +75,10 @@ class PageReader:
             self._thread.join(timeout=0.1)
 
     def _read(self) -> None:
+        with working_on(self.item.name):
+            self._read_parsed()
+
+    def _read_parsed(self) -> None:
         try:
             if has_scanned_pages(self.item.path, self._settings) and not self._wait_for_turn():
                 return
@@ -79,7 +93,7 @@ class PageReader:
         return True
 
     def _read_pages(self) -> None:
-        pages = iter_pages(self.item.path, self._settings, ocr_engine=get_ocr_engine(self._settings))
+        pages = iter_pages(self.item.path, self._settings, get_ocr_engine(self._settings), self.first_page)
         try:
             for page in pages:
                 if not self._hand_over(page):
@@ -130,7 +144,8 @@ class ReadAhead:
             page_count = inspect_pdf(following.path, self._settings)
         except Exception:
             return
-        self._reader = PageReader(following, sha, page_count, self._settings, self._cancel)
+        done = len(PageCheckpoint(kb.parsed_pages(sha[:32])).load())  # its doc_id (Ingestor._ingest_read)
+        self._reader = PageReader(following, sha, page_count, self._settings, self._cancel, done)
 
     def take(self, item: UploadItem) -> Optional[PageReader]:
         """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""

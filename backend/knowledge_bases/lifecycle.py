@@ -16,7 +16,7 @@ from typing import Callable, Iterator
 
 from backend.errors import DocLensError, KnowledgeBaseDeleted, KnowledgeBaseError
 from backend.knowledge_bases import names
-from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
+from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message, stale_parsed
 from backend.knowledge_bases.registry import Registry
 from backend.store.base import CollectionInfo, VectorStore
 from backend.types import KnowledgeBase
@@ -139,19 +139,22 @@ class KnowledgeBases:
             )
 
     def recover(self) -> None:
-        """Remove what a crash left half-done: documents still pending get no rows, files or entries."""
+        """Remove what a crash left half-done: documents still pending get no rows, files or entries; the
+        pages they had parsed are kept for the same file's next upload (for a week: ``stale_parsed``)."""
         for listed in self.list():
             pending = self.registry(listed.collection).unfinished_ids()
-            if not pending:
+            stale = stale_parsed(self.folder(listed.collection) / "parsed")
+            if not pending and not stale:
                 continue
-            log.warning(
-                "knowledge base %r: removing %d unfinished document(s) from an interrupted upload",
-                listed.name,
-                len(pending),
-            )
             kb = self.open(listed.name, check_model=False)
+            for path in stale:
+                kb.forget_parsed(path.stem)
+            if pending:
+                log.warning(
+                    "knowledge base %r: %d unfinished document(s) from an interrupted upload", listed.name, len(pending)
+                )
             for doc_id in pending:
-                kb.remove_document(doc_id)
+                _recover_document(kb, doc_id)
 
     # -- changes ------------------------------------------------------------------------------
 
@@ -249,3 +252,14 @@ class KnowledgeBases:
         if folder.exists():
             log.warning("removing leftover folder %s of a knowledge base that no longer exists", folder)
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _recover_document(kb: OpenKB, doc_id: str) -> None:
+    """A pending document goes; the pages it had parsed stay for its next upload, which resumes after them."""
+    if not kb.parsed_pages(doc_id).is_file():
+        kb.remove_document(doc_id)
+        return
+    doc = kb.registry.document(doc_id)
+    name = doc.file if doc else doc_id
+    log.warning("%s: the pages read before the interruption are kept: upload it again to resume", name)
+    kb.interrupt_document(doc_id)

@@ -8,6 +8,7 @@ into rows. Folder layout::
     kbs/kb_<hex>/files/<doc_id>.pdf     the original, by content hash (page previews are rendered from it)
     kbs/kb_<hex>/figures/<doc_id>/      figure PNGs
     kbs/kb_<hex>/previews/<doc_id>/     rendered pages (a cache)
+    kbs/kb_<hex>/parsed/<doc_id>.jsonl  the pages of a pending document parsed so far (ingestion.checkpoint)
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import logging
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -26,6 +28,7 @@ from backend.store.base import ChunkRow, CollectionInfo, VectorStore
 from backend.types import DocumentInfo, DocumentPage, Figure, PageText
 
 log = logging.getLogger(__name__)
+PARSED_KEPT_DAYS = 7  # an interrupted upload's parsed pages wait this long for the same file to come back
 RENAME_BATCH = 512  # rows read back with their vectors and rewritten at a time (a filter of this many ids)
 
 
@@ -51,6 +54,9 @@ class OpenKB:
 
     def preview_dir(self, doc_id: str) -> Path:
         return self.folder / "previews" / doc_id
+
+    def parsed_pages(self, doc_id: str) -> Path:
+        return self.folder / "parsed" / f"{doc_id}.jsonl"
 
     # -- its documents ------------------------------------------------------------------------
 
@@ -163,7 +169,29 @@ class OpenKB:
         shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
         shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
         self.original_pdf(doc_id).unlink(missing_ok=True)
+        self.parsed_pages(doc_id).unlink(missing_ok=True)
         self.registry.remove_document(doc_id)
+
+    def interrupt_document(self, doc_id: str) -> None:
+        """A pending document a crash cut short: it is removed as by ``remove_document``, except the pages
+        parsed so far and their figures, which the same file's next upload resumes from."""
+        self.registry.mark_removing(doc_id)
+        self.store.delete_documents(self.collection, [doc_id])
+        shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
+        self.original_pdf(doc_id).unlink(missing_ok=True)
+        self.registry.remove_document(doc_id)
+
+    def forget_parsed(self, doc_id: str) -> None:
+        """An interrupted upload's pages, and its figures unless the document is stored or in the trash."""
+        if self.registry.document(doc_id) is None:
+            shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
+        self.parsed_pages(doc_id).unlink(missing_ok=True)
+
+
+def stale_parsed(folder: Path, max_age_days: float = PARSED_KEPT_DAYS) -> list[Path]:
+    """Parsed pages in ``folder`` not touched for ``max_age_days``: their upload was not tried again."""
+    cutoff = time.time() - max_age_days * 86400
+    return [p for p in folder.glob("*.jsonl") if p.stat().st_mtime < cutoff] if folder.is_dir() else []
 
 
 def kb_deleted_message(kb: OpenKB) -> str:

@@ -214,11 +214,11 @@ def _add_document_commands(sub, common) -> None:
 
 def _add_bench_commands(sub, common) -> None:
     """The benchmarks: each prints its figures (and writes them as JSON with --json)."""
-    p = sub.add_parser(
-        "bench-ingest", parents=[common], help="measure ingest speed (native and scanned pages/s, peak memory)"
-    )
+    p = sub.add_parser("bench-ingest", parents=[common], help="ingest speed: pages/s, peak memory, stage times")
     p.add_argument("paths", nargs="+", metavar="PATH")
     p.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    p.add_argument("--stages", action="store_true", help="each stage's seconds against its ceiling, OCR error rate")
+    p.add_argument("--twin", action="append", default=[], metavar="SCAN=NATIVE", help="a scan's native twin")
     p.set_defaults(handler=cmd_bench_ingest)
     p = sub.add_parser("bench-search", parents=[common], help="search speed, memory and filter recall, 1k-300k chunks")
     p.add_argument(
@@ -382,7 +382,7 @@ def cmd_bench_ingest(args, settings: Settings) -> int:
     from backend.quality.bench_ingest import benchmark_ingest, format_figures
 
     with open_service(settings) as service:
-        report = benchmark_ingest(service, [Path(p) for p in args.paths])
+        report = benchmark_ingest(service, [Path(p) for p in args.paths], args.stages, args.twin)
     print(format_figures(report))
     write_json(args.json, report)
     return 0

@@ -11,6 +11,7 @@ from typing import Sequence
 from backend.documents.equations import body_size
 from backend.documents.formulas.geometry import bar_of, formula_latex, is_rule
 from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, union
+from backend.stage_times import stage
 
 _MAX_FORMULA_CHARS = 200  # a longer run of lines is text, whatever it was marked
 _NUMBER = re.compile(r"^\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)$")
@@ -154,6 +155,7 @@ def _within(rule: BBox, box: BBox) -> bool:
     return rule[0] >= box[0] - 2 and rule[2] <= box[2] + 2 and box[1] - 2 <= rule[1] <= box[3] + 2
 
 
+@stage("formulas")
 def formulas_as_latex(lines: Sequence[TextLine], paths: Sequence[tuple[BBox, int]]) -> list[TextLine]:
     """The page's lines (``equation`` already marked) with fractions found by their bars and every display
     formula of the text layer written as LaTeX."""

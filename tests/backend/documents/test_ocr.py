@@ -13,7 +13,7 @@ import pytest
 from PIL import Image
 
 from backend.documents.ocr import OCRBox, PPStructureAPIEngine, RapidOCREngine, boxes_to_text, get_ocr_engine
-from backend.documents.pdf import has_scanned_pages, iter_pages, parse_pdf
+from backend.documents.pdf import iter_pages, parse_pdf
 from backend.errors import DocumentError
 from tests.conftest import BENCH, SAMPLES, make_settings
 
@@ -28,13 +28,6 @@ def squash(text: str) -> str:
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
     return make_settings(tmp_path_factory.mktemp("data"))
-
-
-def test_has_scanned_pages_tells_without_ocr():
-    assert has_scanned_pages(LAYOUT / "mixed_native_scanned_20p.pdf")  # pages 4 and 12 of 20
-    assert has_scanned_pages(BENCH / "dev-zh" / "docs" / "zh_003.pdf")
-    assert not has_scanned_pages(LAYOUT / "native_zh_en_20p.pdf")
-    assert not has_scanned_pages(SAMPLES / "物理公式示例文档.pdf")  # figures, but text on every page
 
 
 @pytest.mark.slow

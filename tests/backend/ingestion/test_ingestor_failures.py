@@ -4,13 +4,9 @@ the current one is embedded. Real PDFs, real Milvus Lite, real embeddings (tests
 
 from __future__ import annotations
 
-import os
-import signal
 import sqlite3
-import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
@@ -26,7 +22,8 @@ from tests.backend.ingestion.support import (
     leftovers,
     open_kb,
 )
-from tests.conftest import BENCH, REPO_ROOT, make_settings
+from tests.conftest import BENCH, make_settings
+from tests.support.kill import kill_when
 
 
 def test_cancel_rolls_back_and_retry_finishes(service, kb):
@@ -155,30 +152,31 @@ service.ingest("crash", [pdf], progress=progress)
 def test_kill_during_ingest_is_cleaned_up_at_start(tmp_path):
     data, marker = tmp_path / "data", tmp_path / "stored.marker"
     pdf = LAYOUT / "native_zh_en_20p.pdf"
-    child = subprocess.Popen(
-        [sys.executable, "-c", _CRASH_DRIVER, str(data), str(pdf), str(marker)],
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not marker.exists():
-            assert child.poll() is None, child.stderr.read().decode()[-2000:]
-            assert time.monotonic() < deadline, "the driver never reached the store stage"
-            time.sleep(0.2)
+
+    def stored_and_pending() -> bool:
+        if not marker.exists():
+            return False
         registries = list((data / "kbs").glob("*/registry.sqlite3"))
         with sqlite3.connect(registries[0]) as db:
             assert db.execute("SELECT status FROM documents").fetchall() == [("pending",)]
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stderr.close()
+        return True
+
+    kill_when(
+        [sys.executable, "-c", _CRASH_DRIVER, str(data), str(pdf), str(marker)],
+        stored_and_pending,
+        "to the store stage",
+    )
 
     with DocLens(make_settings(data)) as service:  # start-up runs recover()
         assert service.documents("crash") == []
         assert service.store.count(open_kb(service, "crash").collection) == 0
-        assert leftovers(service, "crash") == {"figures": set(), "previews": set(), "files": set()}
-        again = service.ingest("crash", [pdf])
+        # what stays is what the same file's next upload resumes from: the pages read and their figures
+        parsed = {p.stem for p in (open_kb(service, "crash").folder / "parsed").glob("*.jsonl")}
+        assert len(parsed) == 1
+        assert leftovers(service, "crash") == {"figures": parsed, "previews": set(), "files": set()}
+        events: list = []
+        again = service.ingest("crash", [pdf], progress=events.append)
         assert again[0].status == "indexed" and again[0].pages == 20 and again[0].figures >= 3
+        assert not [e for e in events if e.stage in ("parse", "ocr") and e.current < 20]  # nothing read twice
         assert_consistent(service, "crash")
+        assert not list((open_kb(service, "crash").folder / "parsed").glob("*"))

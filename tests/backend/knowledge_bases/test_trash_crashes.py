@@ -6,19 +6,16 @@ the registry's real call, then a marker and a long sleep), where the test kills 
 
 from __future__ import annotations
 
-import os
 import shutil
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from backend.service import DocLens
 from tests.backend.ingestion.support import BUSINESS, COMPUTING, assert_consistent
-from tests.conftest import REPO_ROOT, make_settings
+from tests.conftest import make_settings
+from tests.support.kill import kill_when
 
 pytestmark = pytest.mark.slow
 KB = "crash"
@@ -91,22 +88,8 @@ def copy_of(template: Path, tmp_path: Path, deleted: str = "") -> Path:
 
 def kill_at(data: Path, tmp_path: Path, action: str, method: str, when: str) -> None:
     marker = tmp_path / "paused.marker"
-    child = subprocess.Popen(
-        [sys.executable, "-c", _DRIVER, str(data), str(marker), action, method, when],
-        cwd=REPO_ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        deadline = time.monotonic() + 600
-        while not marker.exists():
-            assert child.poll() is None, child.stderr.read().decode()[-3000:]
-            assert time.monotonic() < deadline, "the driver never reached the step"
-            time.sleep(0.2)
-    finally:
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stderr.close()
+    command = [sys.executable, "-c", _DRIVER, str(data), str(marker), action, method, when]
+    kill_when(command, marker.exists, "to the step")
 
 
 def where_the_kb_is(service: DocLens, data: Path) -> str:

@@ -26,3 +26,15 @@ def test_slow_files_names_every_file_over_three_times_the_median_seconds_per_pag
     ]
     assert slow_files(results) == ["words.pdf: 28.22 s/page (254.0 s, 9 pages; median 1.50)"]
     assert slow_files(results[:1]) == []
+
+
+def test_a_slow_file_says_which_stage_took_its_time():
+    results = [
+        IngestResult("a.pdf", "indexed", pages=10, seconds=10.0),
+        IngestResult("b.pdf", "indexed", pages=10, seconds=10.0),
+        IngestResult("scan.pdf", "indexed", pages=2, ocr_pages=2, seconds=9.0),
+    ]
+    stages = {"scan.pdf": {"ocr_recognition": 6.0, "ocr_detection": 2.0, "embedding": 0.5}}
+    assert slow_files(results, stages=stages) == [
+        "scan.pdf: 4.50 s/page (9.0 s, 2 pages; median 1.00): most in ocr_recognition, 6.0 of 8.5 busy s (2 of 2 pages scanned)"
+    ]
