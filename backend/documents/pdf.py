@@ -33,7 +33,6 @@ from backend.documents.figure_objects import PageObjects, page_objects
 from backend.documents.figures import (
     PageFigure,
     find_figures,
-    image_boxes,
     introduced_on_previous_page,
     render_region,
 )
@@ -132,6 +131,7 @@ class _PageParser:
         self._plumber: Any = None
         self.running: set[tuple[str, str]] = set()  # (zone, key) of headers/footers
         self.scanned: dict[int, list] = {}  # page index -> its image boxes, for pages that need OCR
+        self.objects: dict[int, PageObjects] = {}  # page index -> its images and drawings, for the others
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
         self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
@@ -158,11 +158,13 @@ class _PageParser:
                 continue
             try:
                 lines = self.lines.first_pass(page, index)
-                images = image_boxes(page)
-                height = page.get_height()
+                objects = page_objects(page)  # kept for the second pass: walking them is a tenth of a page's time
+                images, height = objects.images, page.get_height()
                 if is_scanned(lines, images, page.get_width() * height):
                     self.scanned[index] = images
                     self.lines.forget(index)
+                else:
+                    self.objects[index] = objects
                 counts.update(
                     {(zone, margin_key(ln.text)) for ln in lines if (zone := _margin_zone(ln, height)) is not None}
                 )
@@ -182,7 +184,7 @@ class _PageParser:
         try:
             if index in self.scanned:
                 return self._parse_scanned(page, index, self.scanned[index])
-            objects = page_objects(page)
+            objects = self.objects.pop(index, None) or page_objects(page)
             lines = self.lines.second_pass(page, index, _obstacles(page, objects.images))
             parsed = self._parse_native(page, index, lines, objects)
             parsed.cut_objects = self.limits.cut_pages.get(index, 0)
