@@ -48,6 +48,11 @@ class StageTimes:
             if file:
                 self.by_file[file][stage] += seconds
 
+    def add_to_file(self, stage: str, seconds: float, file: str) -> None:
+        """A file's share of time already added to the stage's total."""
+        with self._lock:
+            self.by_file[file][stage] += seconds
+
 
 _recording: Optional[StageTimes] = None
 _local = threading.local()  # this thread's open stages (a stack) and the file it works on
@@ -100,8 +105,7 @@ def charge(stage_name: str, seconds: float, file: str) -> None:
     """Charges ``file`` its share of time a stage spent on several files at once (counted once already)."""
     times = _recording
     if times is not None:
-        with times._lock:
-            times.by_file[file][stage_name] += seconds
+        times.add_to_file(stage_name, seconds, file)
 
 
 def current_file() -> str:

@@ -22,7 +22,14 @@ from backend.errors import CancelledError, DocLensError, KnowledgeBaseDeleted
 from backend.ingestion.job import Job, chunk_job, pages_done, take_pages
 from backend.ingestion.notes import stored_notes
 from backend.ingestion.read_ahead import PageReader, ReadAhead
-from backend.ingestion.uploads import UploadItem, check_readable, collect_uploads, file_sha256, keep_apart
+from backend.ingestion.uploads import (
+    UploadItem,
+    check_readable,
+    collect_uploads,
+    doc_id_of,
+    file_sha256,
+    keep_apart,
+)
 from backend.knowledge_bases.open_kb import OpenKB, kb_deleted_message
 from backend.settings import Settings
 from backend.stage_times import charge, stage, working_on
@@ -147,7 +154,7 @@ class Ingestor:
         job.previous = kb.registry.document_by_file(item.name)
         if job.previous is not None and keep_apart(item, upload.stored(item.name), kb.registry.has_file):
             job.previous = None
-        job.doc_id = job.sha[:32]
+        job.doc_id = doc_id_of(job.sha)
         kb.begin_document(job.doc_id, item.name, job.sha)
         try:
             kb.keep_original(job.doc_id, item.path)

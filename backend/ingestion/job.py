@@ -6,10 +6,11 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable, Collection, Iterator, Optional
 
 from backend.documents.chunking import chunk_pages, with_figure_chunks
-from backend.documents.figures import save_figure
+from backend.documents.figures import PageFigure, save_figure
 from backend.documents.pdf import ParsedPage
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
 from backend.ingestion.checkpoint import DonePage, PageCheckpoint
@@ -124,7 +125,7 @@ def _take(job: Job, page: DonePage, limits: IngestSettings) -> None:
         job.figures.append(figure)
 
 
-def _saved(job: Job, number: int, figure, path) -> Figure:
+def _saved(job: Job, number: int, figure: PageFigure, path: Path) -> Figure:
     return Figure(
         id=f"{job.doc_id}/{path.stem}",
         doc_id=job.doc_id,

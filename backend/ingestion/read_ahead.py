@@ -11,7 +11,7 @@ from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.documents.scanned import has_scanned_pages
 from backend.errors import CancelledError
 from backend.ingestion.checkpoint import PageCheckpoint
-from backend.ingestion.uploads import UploadItem, check_readable, file_sha256
+from backend.ingestion.uploads import UploadItem, check_readable, doc_id_of, file_sha256
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.settings import Settings
 from backend.stage_times import working_on
@@ -144,7 +144,7 @@ class ReadAhead:
             page_count = inspect_pdf(following.path, self._settings)
         except Exception:
             return
-        done = len(PageCheckpoint(kb.parsed_pages(sha[:32])).load())  # its doc_id (Ingestor._ingest_read)
+        done = len(PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load())
         self._reader = PageReader(following, sha, page_count, self._settings, self._cancel, done)
 
     def take(self, item: UploadItem) -> Optional[PageReader]:

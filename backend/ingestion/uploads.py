@@ -79,6 +79,11 @@ def collect_uploads(paths: Sequence[Path], display_names: Optional[Sequence[str]
     return items
 
 
+def doc_id_of(sha: str) -> str:
+    """A document's id: its content, so the same file uploaded again is the same document (and resumes)."""
+    return sha[:32]
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as handle:

@@ -164,19 +164,19 @@ class OpenKB:
         The entry is marked first so that a crash half-way never leaves a "complete" document without rows
         (e.g. the old version during a replace): start-up removes whatever is not complete.
         """
-        self.registry.mark_removing(doc_id)
-        self.store.delete_documents(self.collection, [doc_id])
-        shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
-        shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
-        self.original_pdf(doc_id).unlink(missing_ok=True)
-        self.parsed_pages(doc_id).unlink(missing_ok=True)
-        self.registry.remove_document(doc_id)
+        self._remove(doc_id, keep_parsed=False)
 
     def interrupt_document(self, doc_id: str) -> None:
         """A pending document a crash cut short: it is removed as by ``remove_document``, except the pages
         parsed so far and their figures, which the same file's next upload resumes from."""
+        self._remove(doc_id, keep_parsed=True)
+
+    def _remove(self, doc_id: str, keep_parsed: bool) -> None:
         self.registry.mark_removing(doc_id)
         self.store.delete_documents(self.collection, [doc_id])
+        if not keep_parsed:
+            shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
+            self.parsed_pages(doc_id).unlink(missing_ok=True)
         shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
         self.original_pdf(doc_id).unlink(missing_ok=True)
         self.registry.remove_document(doc_id)

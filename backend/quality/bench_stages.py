@@ -125,11 +125,14 @@ def ocr_cer(texts: Mapping[tuple[Path, int], str], twins: Mapping[Path, Path]) -
     all of them (edit distance / reference length, whitespace folded); None without a twin."""
     per_page: dict[str, float] = {}
     errors = length = 0
+    layers: dict[Path, list[str]] = {}  # each twin read once
     for (path, index), text in sorted(texts.items()):
         twin = twins.get(path)
         if twin is None:
             continue
-        reference = _normalised(text_layer(twin, index))
+        if twin not in layers:
+            layers[twin] = text_layers(twin)
+        reference = _normalised(layers[twin][index])
         distance = Levenshtein.distance(_normalised(text), reference)
         per_page[f"{path.name} p{index + 1}"] = round(distance / max(1, len(reference)), 4)
         errors, length = errors + distance, length + len(reference)
@@ -138,18 +141,23 @@ def ocr_cer(texts: Mapping[tuple[Path, int], str], twins: Mapping[Path, Path]) -
     return {"all": round(errors / max(1, length), 4), "pages": per_page}
 
 
-def text_layer(path: Path, index: int) -> str:
+def text_layers(path: Path) -> list[str]:
+    """The text layer of each page of ``path``, as pdfium gives it."""
     with PDFIUM_LOCK:
         pdf = open_pdf(path)
         try:
-            page = pdf[index]
-            textpage = page.get_textpage()
-            text = textpage.get_text_range()
-            textpage.close()
-            page.close()
-            return text
+            return [_page_text(pdf[index]) for index in range(len(pdf))]
         finally:
             pdf.close()
+
+
+def _page_text(page) -> str:
+    textpage = page.get_textpage()
+    try:
+        return textpage.get_text_range()
+    finally:
+        textpage.close()
+        page.close()
 
 
 def _normalised(text: str) -> str:
