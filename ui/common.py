@@ -6,6 +6,8 @@ import functools
 import inspect
 import logging
 import re
+import threading
+from collections import OrderedDict
 from typing import Any, Callable, Optional, TypeVar, Union
 
 import gradio as gr
@@ -136,12 +138,51 @@ def has_document(service: DocLens, kb: Optional[str], file: Optional[str], who: 
     return bool(kb and file) and service.has_document(kb or "", file or "", who)
 
 
+KEYS_THAT_KEEP_THE_TEXT = frozenset(
+    "ArrowDown ArrowUp ArrowLeft ArrowRight Enter Escape Tab Home End PageUp PageDown Shift Control Alt Meta"
+    " CapsLock".split()
+)
+
+
+class LatestOnly:
+    """Tells whether a request is still a browser's newest for one picker. Each key sends its own request
+    (trigger_mode "multiple"): Gradio 6.31's "always_last" re-sends the first waiting key's text, not the
+    last, so on a loaded server the list ended on an older prefix's names; with one request per key, an
+    older one that finishes last must not replace the newer matches."""
+
+    def __init__(self, remembered: int = 4096) -> None:
+        self._newest: OrderedDict[str, int] = OrderedDict()
+        self._remembered = remembered  # browsers (session ids) kept, the oldest forgotten
+        self._lock = threading.Lock()
+
+    def start(self, browser: str) -> int:
+        """The number of this browser's request that has just arrived."""
+        with self._lock:
+            number = self._newest.pop(browser, 0) + 1
+            self._newest[browser] = number
+            while len(self._newest) > self._remembered:
+                self._newest.popitem(last=False)
+            return number
+
+    def is_newest(self, browser: str, number: int) -> bool:
+        with self._lock:
+            return self._newest.get(browser, number) == number
+
+
 def picker_matches(service: DocLens) -> Callable[..., Any]:
-    """A file picker's key_up handler: its choices become the file names that contain what is typed (and
-    those already picked, which a multiselect keeps as its tokens)."""
+    """A file picker's key_up handler (trigger_mode "multiple"): its choices become the file names that
+    contain what is typed (and those already picked, which a multiselect keeps as its tokens). A key whose
+    answer is overtaken by a later key's changes nothing."""
+    newest = LatestOnly()
 
     def matches(kb: Optional[str], picked: DocFilter, typed: gr.KeyUpData, request: gr.Request = None) -> Any:
+        if typed.key in KEYS_THAT_KEEP_THE_TEXT:  # new choices would drop the option the arrows reached
+            return gr.skip()
+        browser = getattr(request, "session_hash", None) or ""
+        number = newest.start(browser)
         files = document_files(service, kb, actor(request), typed.input_value or "")
+        if not newest.is_newest(browser, number):
+            return gr.skip()
         return gr.update(choices=[*files, *(f for f in selected_files(picked) if f not in files)])
 
     return matches

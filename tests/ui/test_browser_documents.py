@@ -7,6 +7,7 @@ for docs/benchmarks.md, not a timed assertion). Outside CI skipped when /usr/bin
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
@@ -170,22 +171,63 @@ def test_the_document_pickers_offer_what_is_typed_not_the_whole_library(library_
 
 
 def pick_by_typing(page, picker: str, typed: str, wanted: str) -> None:
-    """Type into a picker until its list is the server's one match. Typed again when a refresh the tab
+    """Type into a picker until its list is the server's one match, and every key's answer is in: one
+    landing after the arrow key would reset the option it reached. Typed again when a refresh the tab
     started before (its file list) lands after the typing and puts the first names back."""
-    for _ in range(3):
-        field(page, picker).click()
-        page.keyboard.press("Control+a")  # over what the picker shows
-        page.keyboard.type(typed, delay=30)
-        try:
-            page.wait_for_function(  # each key sends its own request: wait for the last one's matches
-                "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted",
-                arg=wanted,
-                timeout=10_000,
-            )
-            return
-        except Exception:
-            page.keyboard.press("Escape")
+    with requests_in_flight(page, "/run/predict") as in_flight:
+        for _ in range(3):
+            field(page, picker).click()
+            page.keyboard.press("Control+a")  # over what the picker shows
+            page.keyboard.type(typed, delay=30)
+            try:
+                page.wait_for_function(
+                    "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted",
+                    arg=wanted,
+                    timeout=10_000,
+                )
+                wait_until(page, lambda: not in_flight)
+                page.wait_for_function(
+                    "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted",
+                    arg=wanted,
+                    timeout=10_000,
+                )
+                return
+            except Exception:
+                offered = page.evaluate("() => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText)")
+                print(f"{picker}: typed {typed!r}, offered {offered[:5]}")
+                page.keyboard.press("Escape")
     raise AssertionError(f"{picker}: typing {typed!r} never offered {wanted!r} alone")
+
+
+@contextlib.contextmanager
+def requests_in_flight(page, path: str) -> Iterator[set]:
+    """The page's requests to ``path`` sent and not yet answered, kept up to date while in the block."""
+    pending: set = set()
+
+    def sent(request) -> None:
+        if path in request.url:
+            pending.add(request)
+
+    def done(request) -> None:
+        pending.discard(request)
+
+    handlers = {"request": sent, "requestfinished": done, "requestfailed": done}
+    for event, handler in handlers.items():
+        page.on(event, handler)
+    try:
+        yield pending
+    finally:
+        for event, handler in handlers.items():
+            page.remove_listener(event, handler)
+
+
+def wait_until(page, condition, timeout_ms: int = 30_000) -> None:
+    """Poll a Python-side ``condition`` (Playwright delivers page events while it waits)."""
+    for _ in range(timeout_ms // 100):
+        if condition():
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"still waiting after {timeout_ms} ms")
 
 
 def test_a_row_offers_its_stored_original_for_download(library_app: RunningApp, page) -> None:

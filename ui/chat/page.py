@@ -195,6 +195,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         api_name="chat_doc_matches",
         queue=False,
         show_progress="hidden",
+        trigger_mode="multiple",  # one request per key: see ui.common.LatestOnly
         **UNDOCUMENTED,
     )
     kb_changed.then(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)

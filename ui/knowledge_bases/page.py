@@ -295,6 +295,7 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
         api_name="kb_file_matches",
         queue=False,
         show_progress="hidden",
+        trigger_mode="multiple",  # one request per key: see ui.common.LatestOnly
         **UNDOCUMENTED,
     )
     pending = gr.State(None)
