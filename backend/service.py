@@ -31,13 +31,7 @@ from backend.llm.clients import LLMClients
 from backend.settings import LLMSettings, Settings
 from backend.store.base import ChunkRow
 from backend.store.milvus import MilvusStore
-from backend.types import (
-    Answer,
-    AnswerUpdate,
-    IngestResult,
-    ProgressCallback,
-    SearchResult,
-)
+from backend.types import Answer, AnswerUpdate, IngestResult, ProgressCallback, SearchResult
 
 if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on first use
     from backend.embedding.base import Embedder
@@ -225,6 +219,12 @@ class DocLens(AuditedChanges, LibraryAccess):
         self.trash.recover()
         self.kbs.recover()
         self.trash.purge_expired()
+
+    def resume_interrupted(self, progress: Optional[ProgressCallback] = None, kb: str = "") -> list[IngestResult]:
+        """Finish the uploads a kill or a shutdown cut short (in ``kb``, or all), after the pages they had read."""
+        from backend.ingestion.resume import resume_interrupted
+
+        return resume_interrupted(self.kbs, self.ingest, progress, kb)
 
     # -- ingestion ----------------------------------------------------------------------------
 

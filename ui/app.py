@@ -15,6 +15,7 @@ from backend.service import START_STEP, DocLens
 from backend.settings import Settings
 from ui.access import Access
 from ui.api import register_api
+from ui.browser_storage import BROWSER_ID_KEY, CURRENT_KB_KEY, restore_js
 from ui.chat.handlers import ChatHandlers
 from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_of
 from ui.i18n.strings import (
@@ -192,11 +193,13 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     page.banner_timer.tick(
         banner_update, None, banner_outputs, api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED
     )
+    # The language, the current KB and the browser's id, read from its local storage before anything asks.
+    kept = [page.language, chat.last_kb, kb.browser]
     located = demo.load(
-        set_session_language,
-        page.language,
-        page.language,
-        js=RESTORE_LOCALE_JS,
+        restore_session,
+        kept,
+        kept,
+        js=restore_js(RESTORE_LOCALE_JS, [CURRENT_KB_KEY, BROWSER_ID_KEY]),
         api_name="page_language",
         queue=False,
         **UNDOCUMENTED,
@@ -217,6 +220,13 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     chain_panel(loaded, page.chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")
     write_in_language(located, page, loaded, "page_load")
+
+
+def restore_session(
+    language: Optional[str], current_kb: Optional[str], browser: Optional[str], request: gr.Request = None
+) -> tuple:
+    """The page's load: the session's language, and what the browser kept, back into the page."""
+    return set_session_language(language, request), current_kb or None, browser or None
 
 
 def write_in_language(event: Any, page: Page, loaded: Any, name: str) -> None:
@@ -338,6 +348,7 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
         delayed = threading.Timer(MODEL_DELAY_S, service.prepare_models_in_background)
         delayed.daemon = True
         delayed.start()
+        resume_uploads_later(service)
         demo.queue(default_concurrency_limit=settings.ui.concurrency)
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)
@@ -362,6 +373,22 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
             demo.doclens_uploads.discard_all()
         shown_files().clear()
         service.close()
+
+
+def resume_uploads_later(service: DocLens) -> None:
+    """Uploads a kill or a restart cut short go on by themselves, after the first page is drawn (as the
+    models: MODEL_DELAY_S), from the pages they had read; each shows up in its KB once it is complete."""
+
+    def resume() -> None:
+        try:
+            for result in service.resume_interrupted():
+                log.info("interrupted upload resumed: %s", result.error or f"{result.file} {result.status}")
+        except Exception:
+            log.exception("could not resume the interrupted uploads")
+
+    later = threading.Timer(MODEL_DELAY_S, resume)
+    later.daemon = True
+    later.start()
 
 
 def stop_on_sigterm() -> None:

@@ -243,7 +243,7 @@ class Ingestor:
                 job.kb.complete_document(
                     job.doc_id, job.pages, job.figures, len(job.chunks), job.page_count, job.check_cancel
                 )
-                job.checkpoint.remove()
+                job.kb.forget_parsed(job.doc_id)  # the pages kept while it was pending, and a resumed original
         except BaseException as exc:
             _undo(job, exc)
             _record(upload, job.slot, _failed(job.kb, job.item, exc), job.seconds + time.perf_counter() - started)

@@ -255,11 +255,12 @@ class KnowledgeBases:
 
 
 def _recover_document(kb: OpenKB, doc_id: str) -> None:
-    """A pending document goes; the pages it had parsed stay for its next upload, which resumes after them."""
+    """A pending document goes; the pages it had parsed and its original stay: the app's next start (or
+    ``main.py ingest --resume``, or the same file uploaded again) resumes after them."""
     if not kb.parsed_pages(doc_id).is_file():
         kb.remove_document(doc_id)
         return
     doc = kb.registry.document(doc_id)
     name = doc.file if doc else doc_id
-    log.warning("%s: the pages read before the interruption are kept: upload it again to resume", name)
+    log.warning("%s: the pages read before the interruption are kept, to resume from", name)
     kb.interrupt_document(doc_id)

@@ -9,6 +9,7 @@ into rows. Folder layout::
     kbs/kb_<hex>/figures/<doc_id>/      figure PNGs
     kbs/kb_<hex>/previews/<doc_id>/     rendered pages (a cache)
     kbs/kb_<hex>/parsed/<doc_id>.jsonl  the pages of a pending document parsed so far (ingestion.checkpoint)
+    kbs/kb_<hex>/parsed/<doc_id>.pdf    an interrupted upload's original, ``.name`` its file name (resumed)
 """
 
 from __future__ import annotations
@@ -57,6 +58,16 @@ class OpenKB:
 
     def parsed_pages(self, doc_id: str) -> Path:
         return self.folder / "parsed" / f"{doc_id}.jsonl"
+
+    def interrupted_original(self, doc_id: str) -> Path:
+        return self.folder / "parsed" / f"{doc_id}.pdf"
+
+    def interrupted_uploads(self) -> list[tuple[Path, str]]:
+        """The originals of uploads a kill or shutdown cut short, with their file names: each resumes after
+        the pages it had parsed (``ingestion.resume``)."""
+        kept = sorted(self.folder.glob("parsed/*.pdf")) if (self.folder / "parsed").is_dir() else []
+        named = [(pdf, pdf.with_suffix(".name")) for pdf in kept if pdf.with_suffix(".jsonl").is_file()]
+        return [(pdf, name.read_text(encoding="utf-8").strip() or pdf.name) for pdf, name in named if name.is_file()]
 
     # -- its documents ------------------------------------------------------------------------
 
@@ -174,18 +185,30 @@ class OpenKB:
     def _remove(self, doc_id: str, keep_parsed: bool) -> None:
         self.registry.mark_removing(doc_id)
         self.store.delete_documents(self.collection, [doc_id])
-        if not keep_parsed:
-            shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
-            self.parsed_pages(doc_id).unlink(missing_ok=True)
+        if keep_parsed and self.parsed_pages(doc_id).is_file():
+            self._keep_for_resuming(doc_id)
+        else:
+            self.forget_parsed(doc_id, figures=True)
         shutil.rmtree(self.preview_dir(doc_id), ignore_errors=True)
         self.original_pdf(doc_id).unlink(missing_ok=True)
         self.registry.remove_document(doc_id)
 
-    def forget_parsed(self, doc_id: str) -> None:
-        """An interrupted upload's pages, and its figures unless the document is stored or in the trash."""
-        if self.registry.document(doc_id) is None:
+    def _keep_for_resuming(self, doc_id: str) -> None:
+        """The original goes beside its parsed pages, with its name: the next start resumes the upload."""
+        original, doc = self.original_pdf(doc_id), self.registry.document(doc_id)
+        if doc is None or not original.is_file():
+            return
+        self.interrupted_original(doc_id).with_suffix(".name").write_text(doc.file, encoding="utf-8")
+        original.replace(self.interrupted_original(doc_id))
+
+    def forget_parsed(self, doc_id: str, figures: bool = False) -> None:
+        """An interrupted upload's pages and original, and its figures when ``figures`` or the document is
+        neither stored nor in the trash."""
+        if figures or self.registry.document(doc_id) is None:
             shutil.rmtree(self.figure_dir(doc_id), ignore_errors=True)
-        self.parsed_pages(doc_id).unlink(missing_ok=True)
+        for kept in (self.parsed_pages(doc_id), self.interrupted_original(doc_id)):
+            for path in (kept, kept.with_suffix(".part"), kept.with_suffix(".name")):
+                path.unlink(missing_ok=True)
 
 
 def stale_parsed(folder: Path, max_age_days: float = PARSED_KEPT_DAYS) -> list[Path]:

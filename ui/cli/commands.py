@@ -20,33 +20,10 @@ from ui.cli.sync import add_sync_command
 from ui.cli.trash import add_trash_command, moved_line
 
 log = logging.getLogger(__name__)
-COMMANDS = {
-    "serve",
-    "kb",
-    "ingest",
-    "sync",
-    "docs",
-    "rm",
-    "trash",
-    "share",
-    "figures",
-    "bench-ingest",
-    "migrate",
-    "bench-search",
-    "bench-start",
-    "bench-load",
-    "bench-page",
-    "bench-embed",
-    "bench-layout",
-    "bench-formulas",
-    "bench-corpus",
-    "search",
-    "ask",
-    "summary",
-    "eval",
-    "calibrate",
-    "selftest",
-}
+COMMANDS = set(  # every command's name: anything else is an argument of the default one, serve
+    "serve kb ingest sync docs rm trash share figures bench-ingest migrate bench-search bench-start bench-load"
+    " bench-page bench-embed bench-layout bench-formulas bench-corpus search ask summary eval calibrate selftest".split()
+)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -188,8 +165,11 @@ def _add_kb_commands(sub, common) -> None:
 def _add_document_commands(sub, common) -> None:
     p = sub.add_parser("ingest", parents=[common], help="add PDFs (files or folders) to a knowledge base")
     p.add_argument("--kb", required=True, help="knowledge base name")
-    p.add_argument("paths", nargs="+", metavar="PATH")
+    p.add_argument("paths", nargs="*", metavar="PATH")
     p.add_argument("--json", action="store_true", help="print per-file results as JSON")
+    p.add_argument(
+        "--resume", action="store_true", help="first finish the uploads into it that a kill or a shutdown cut short"
+    )
     p.set_defaults(handler=cmd_ingest)
     p = sub.add_parser("docs", parents=[common], help="list the documents of a knowledge base")
     p.add_argument("--kb", required=True)
@@ -331,15 +311,21 @@ def cmd_kb_delete(args, settings: Settings) -> int:
 def cmd_ingest(args, settings: Settings) -> int:
     from ui.cli.progress import TerminalProgress
 
+    if not args.paths and not args.resume:
+        raise DocLensError("ingest: name the PDFs or folders to add (or --resume)")
     with open_service(settings) as service, TerminalProgress(enabled=not args.json) as progress:
-        results = service.ingest(args.kb, [Path(p) for p in args.paths], progress=progress)
+        results = service.resume_interrupted(progress, args.kb) if args.resume else []
+        if args.paths:
+            results += service.ingest(args.kb, [Path(p) for p in args.paths], progress=progress)
     if args.json:
         emit_json([r.to_dict() for r in results])
     else:
         for r in results:
             detail = r.error or f"{r.pages} pages ({r.ocr_pages} OCR), {r.chunks} chunks, {r.figures} figures"
             print(f"{r.status:9} {r.file}: {detail}")
-    return 0 if results and all(r.ok for r in results) else 1
+        if args.resume and not results:
+            print(f"no interrupted upload to resume in '{args.kb}'")
+    return 0 if all(r.ok for r in results) and (results or not args.paths) else 1
 
 
 def cmd_docs(args, settings: Settings) -> int:

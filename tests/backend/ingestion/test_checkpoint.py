@@ -4,6 +4,8 @@ the CLI in the middle of a 20-page scan, then the same file again; and the check
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -53,9 +55,9 @@ def test_a_gap_or_a_lost_figure_ends_what_is_kept(tmp_path):
     assert checkpoint.load() == []
 
 
-def _kill_while_parsing(data: Path, pages_before_kill: int) -> None:
+def _kill_while_parsing(data: Path, pages_before_kill: int, source: Path = SCAN) -> None:
     env = {**os.environ, "DOCLENS_DATA_DIR": str(data), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE)}
-    command = [sys.executable, "main.py", "ingest", "--kb", KB, "--json", str(SCAN)]
+    command = [sys.executable, "main.py", "ingest", "--kb", KB, "--json", str(source)]
     kill_when(command, lambda: _parsed_lines(data) >= pages_before_kill, "that far", env=env)
 
 
@@ -87,6 +89,41 @@ def test_a_killed_upload_resumes_after_the_pages_it_had_parsed(tmp_path):
         hits = service.search(KB, pages[1][1][:60], mode="keyword", top=3).sources  # a page read before the kill
         assert 2 in [h.page for h in hits], [(h.page, h.text[:40]) for h in hits]
     assert _parsed_lines(data) == 0  # done: the checkpoint is gone
+
+
+def test_a_killed_upload_goes_on_by_itself_without_its_file(tmp_path):
+    """After a kill -9 the upload is finished at the next start (the web app, or ``ingest --resume``)
+    from the pages it had read: its original is kept with them, so the file need not come again."""
+    data, upload = tmp_path / "data", tmp_path / "upload" / "my book.pdf"
+    upload.parent.mkdir()
+    shutil.copyfile(SCAN, upload)
+    with DocLens(make_settings(data)) as service:
+        service.create_kb(KB)
+    _kill_while_parsing(data, pages_before_kill=4, source=upload)
+    upload.unlink()  # a web upload's temporary copy is gone after a restart
+    events: list[ProgressEvent] = []
+    with DocLens(make_settings(data)) as service:
+        kb = service.open_kb(KB)
+        kept = _parsed_lines(data)
+        assert service.documents(KB) == [] and [name for _, name in kb.interrupted_uploads()] == ["my book.pdf"]
+        [result] = service.resume_interrupted(events.append)
+        assert result.status == "indexed" and result.file == "my book.pdf" and result.pages == 20, result
+        assert [e.current for e in events if e.stage == "ocr"] == list(range(kept + 1, 21))
+        [doc] = service.documents(KB)
+        assert doc.file == "my book.pdf" and kb.original_pdf(doc.doc_id).is_file()
+        assert kb.interrupted_uploads() == [] and not list(data.glob("kbs/*/parsed/*"))
+        assert service.resume_interrupted() == []  # nothing left: a second start does nothing
+
+
+def test_ingest_resume_says_when_there_is_nothing_to_resume(tmp_path):
+    data = tmp_path / "data"
+    with DocLens(make_settings(data)) as service:
+        service.create_kb(KB)
+    env = {**os.environ, "DOCLENS_DATA_DIR": str(data), "DOCLENS_EMBEDDING_CACHE_DIR": str(MODEL_CACHE)}
+    run = subprocess.run(
+        [sys.executable, "main.py", "ingest", "--kb", KB, "--resume"], env=env, capture_output=True, text=True
+    )
+    assert run.returncode == 0 and "no interrupted upload to resume" in run.stdout, (run.stdout, run.stderr)
 
 
 def test_pages_nobody_came_back_for_are_removed_at_start_after_a_week(tmp_path):
