@@ -6,6 +6,8 @@ when /usr/bin/chromium is missing.
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tests.ui.browser_support import choose, create_kb, field, open_tab, skip_without_chromium, wait_idle
@@ -60,6 +62,32 @@ def test_one_current_kb_per_browser_whichever_tab_set_it(doclens_app: RunningApp
     create_kb(other, "cur-third")
     page.reload()
     assert current_kbs(page) == ("cur-second", "cur-second"), "another browser's new KB does not change ours"
+
+
+def test_the_current_kb_is_read_before_the_page_asks_for_it(doclens_app: RunningApp, browsers) -> None:
+    """A loaded CI machine: the page's load event went out before gr.BrowserState's script had read the
+    local storage, so the page opened on the first KB and stored that over the browser's own pick. Here
+    that script (any script reading a browser state) comes 3 s late, every time."""
+    page = browsers()
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, "slow-a")
+    create_kb(page, "slow-b")  # the current KB now
+    wait_idle(page)
+    page.wait_for_timeout(1000)
+    page.route("**/*.js", late_if_it_reads_browser_state)
+    page.reload()
+    assert current_kbs(page) == ("slow-b", "slow-b"), "the browser's pick, not the first KB"
+    page.unroute("**/*.js")
+    page.reload()
+    assert current_kbs(page) == ("slow-b", "slow-b"), "and it was not overwritten meanwhile"
+
+
+def late_if_it_reads_browser_state(route) -> None:
+    response = route.fetch()
+    if "storage_key" in response.text():
+        time.sleep(3)  # the browser runs on; only this script is late
+    route.fulfill(response=response)
 
 
 def test_a_rename_logs_no_error_and_case_twins_are_refused(doclens_app: RunningApp, page) -> None:

@@ -8,6 +8,7 @@ from typing import Any, Callable, Optional
 import gradio as gr
 
 from backend.service import DocLens
+from ui.browser_storage import CURRENT_KB_KEY, stored_value
 from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
@@ -31,7 +32,7 @@ class ChatTab:
     empty_state: gr.Column
     go_to_kb: gr.Button
     refresh: gr.Button
-    last_kb: gr.BrowserState
+    last_kb: gr.Textbox  # this browser's current knowledge base (ui/browser_storage.py)
     fresh_view: list  # what a fresh conversation view resets
     last_sources: gr.State  # every answer's sources, in order
     side_panel: list  # the last answer's sources table, confidence and score chart
@@ -56,7 +57,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     last_sources = gr.State([])  # every answer's sources, in order (the last answer's are the table's)
     figures = gr.State([])
     figure_lock = gr.State(None)
-    last_kb = gr.BrowserState(None, storage_key="doclens-last-kb")
+    last_kb = stored_value(CURRENT_KB_KEY, "current-kb")
     with gr.Column(visible=not kb_names(service), elem_id="chat-empty", elem_classes="dl-empty-state") as empty_state:
         gr.Markdown(
             label(

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import gradio as gr
 
 from backend.service import DocLens
+from ui.browser_storage import BROWSER_ID_KEY, stored_value
 from ui.common import kb_names, pick, picker_matches
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
@@ -27,7 +28,7 @@ class KBTab:
     doc_pick: gr.Dropdown
     ingest_status: gr.Markdown
     poll: gr.Timer
-    browser: gr.BrowserState  # this browser's id: whose uploads it may follow and cancel
+    browser: gr.Textbox  # this browser's id: whose uploads it may follow and cancel
     cancel_one: list  # the row and the picker to cancel one file of the running upload
     notices: list  # lines a handler said; blanked when the language changes
     show_trash: Callable[[Any, str], None]  # after an event: the trash drawn again (its headers: the language)
@@ -121,7 +122,7 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     ingest_status = gr.Markdown("", elem_id="ingest-status", min_height=80)
     poll = gr.Timer(POLL_SECONDS, active=False)
     # Without a login an upload belongs to the browser that started it (ui/knowledge_bases/handlers.py user_key)
-    browser = gr.BrowserState(None, storage_key="doclens-browser-id")
+    browser = stored_value(BROWSER_ID_KEY, "browser-id")  # ui/browser_storage.py
 
     # One listener per change, the rest chained (why: ui/common.py, above hide_if_shown).
     kb_changed = kb_active.change(

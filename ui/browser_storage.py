@@ -1,0 +1,39 @@
+"""Values a browser keeps across reloads (its current knowledge base, its id), in its local storage.
+
+Not ``gr.BrowserState``: that one reads its value when its own script has loaded, which on a loaded machine
+came after the page's load event had already sent its default; the load then fell back to the first
+knowledge base and stored that over the browser's own pick. Here the load event reads the storage itself,
+before it is sent (``restore_js``), and each value is written back whenever it changes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import gradio as gr
+
+CURRENT_KB_KEY = "doclens-current-kb"
+BROWSER_ID_KEY = "doclens-browser"
+UNDOCUMENTED = {"api_visibility": "undocumented"}
+
+
+def stored_value(key: str, elem_id: str) -> gr.Textbox:
+    """A hidden value kept under ``key`` in this browser's local storage whenever it changes."""
+    box = gr.Textbox(None, visible=False, elem_id=elem_id)
+    save = f"(value) => {{ try {{ localStorage.setItem({json.dumps(key)}, JSON.stringify(value ?? null)); }} catch (e) {{}} }}"
+    box.change(None, box, None, js=save, queue=False, api_name=f"{elem_id.replace('-', '_')}_kept", **UNDOCUMENTED)
+    return box
+
+
+def restore_js(first: str, keys: Sequence[str]) -> str:
+    """A load event's js: ``first`` (an async js function: the first input's value), then the value stored
+    under each of ``keys`` (null when none), as the event's inputs."""
+    reads = ", ".join(f"read({json.dumps(key)})" for key in keys)
+    return f"""
+async (...inputs) => {{
+  const read = (key) => {{ try {{ return JSON.parse(localStorage.getItem(key)); }} catch (e) {{ return null; }} }};
+  const first = await ({first.strip()})();
+  return [first, {reads}];
+}}
+"""
