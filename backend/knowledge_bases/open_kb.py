@@ -65,7 +65,7 @@ class OpenKB:
     def interrupted_uploads(self) -> list[tuple[Path, str]]:
         """The originals of uploads a kill or shutdown cut short, with their file names: each resumes after
         the pages it had parsed (``ingestion.resume``)."""
-        kept = sorted(self.folder.glob("parsed/*.pdf")) if (self.folder / "parsed").is_dir() else []
+        kept = sorted(self.folder.glob("parsed/*.pdf"))  # none when the folder is not there
         named = [(pdf, pdf.with_suffix(".name")) for pdf in kept if pdf.with_suffix(".jsonl").is_file()]
         return [(pdf, name.read_text(encoding="utf-8").strip() or pdf.name) for pdf, name in named if name.is_file()]
 

@@ -170,6 +170,11 @@ def test_the_document_pickers_offer_what_is_typed_not_the_whole_library(library_
     page.locator("#doc-delete-confirmation-no").click()
 
 
+OFFERED_ALONE = (
+    "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted"
+)
+
+
 def pick_by_typing(page, picker: str, typed: str, wanted: str) -> None:
     """Type into a picker until its list is the server's one match, and every key's answer is in: one
     landing after the arrow key would reset the option it reached. Typed again when a refresh the tab
@@ -180,17 +185,9 @@ def pick_by_typing(page, picker: str, typed: str, wanted: str) -> None:
             page.keyboard.press("Control+a")  # over what the picker shows
             page.keyboard.type(typed, delay=30)
             try:
-                page.wait_for_function(
-                    "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted",
-                    arg=wanted,
-                    timeout=10_000,
-                )
+                page.wait_for_function(OFFERED_ALONE, arg=wanted, timeout=10_000)
                 wait_until(page, lambda: not in_flight)
-                page.wait_for_function(
-                    "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted",
-                    arg=wanted,
-                    timeout=10_000,
-                )
+                page.wait_for_function(OFFERED_ALONE, arg=wanted, timeout=10_000)
                 return
             except Exception:
                 offered = page.evaluate("() => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText)")
