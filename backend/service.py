@@ -20,7 +20,7 @@ from backend.embedding.preparation import (  # noqa: F401 - the CLI's bar and th
 )
 from backend.errors import DocLensError, LLMError
 from backend.knowledge_bases import old_folders, reindex
-from backend.knowledge_bases.audit import LOCAL
+from backend.knowledge_bases.audit import LOCAL, MACHINE_ACTORS, RESUME  # noqa: F401 - names no login may take
 from backend.knowledge_bases.library_access import LibraryAccess
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.names import name_list

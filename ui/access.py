@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from backend.errors import SettingsError
+from backend.service import MACHINE_ACTORS
 from backend.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,8 @@ def parse_auth(auth: Optional[str]) -> Optional[tuple[str, str]]:
     user, sep, password = auth.partition(":")
     if not sep or not user or not password:
         raise SettingsError("login must look like user:password (--auth or DOCLENS_AUTH)")
+    if user.strip().lower() in MACHINE_ACTORS:
+        raise SettingsError(f"login '{user}' is reserved for DocLens itself; choose another user name")
     return user, password
 
 

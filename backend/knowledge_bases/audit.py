@@ -22,6 +22,8 @@ log = logging.getLogger(__name__)
 LOCAL = "local"  # the web app without logins: one user who may do everything
 CLI = "cli"
 RETENTION = "retention"
+RESUME = "resume"  # the start-up finishing an upload a kill or a restart cut short
+MACHINE_ACTORS = (LOCAL, CLI, RETENTION, RESUME)  # names no web login may take: roles trust some of them
 MAX_BYTES = 10 * 1024 * 1024  # one file; the next line goes to a fresh one
 MAX_WHO_CHARS = 100
 

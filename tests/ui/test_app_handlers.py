@@ -67,6 +67,14 @@ def test_parse_auth() -> None:
         parse_auth("alice")
 
 
+@pytest.mark.parametrize("reserved", ["cli", "retention", "local", "resume", "CLI"])
+def test_a_login_cannot_take_the_name_of_the_machine_s_own_user(reserved: str) -> None:
+    """Roles let the command line and the trash's purge do everything by name: a web login of that name
+    would have every right on every knowledge base."""
+    with pytest.raises(SettingsError, match="reserved"):
+        parse_auth(f"{reserved}:s3cret")
+
+
 def test_build_app_has_every_element_id(service: DocLens) -> None:
     demo = build_app(service)
     ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
