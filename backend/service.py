@@ -19,6 +19,7 @@ from backend.embedding.preparation import (  # noqa: F401 - the CLI's bar and th
     watch_model_preparation,
 )
 from backend.errors import DocLensError, LLMError
+from backend.ingestion.resume import InterruptedUploads
 from backend.knowledge_bases import old_folders, reindex
 from backend.knowledge_bases.audit import LOCAL, MACHINE_ACTORS, RESUME  # noqa: F401 - names no login may take
 from backend.knowledge_bases.library_access import LibraryAccess
@@ -42,10 +43,11 @@ if TYPE_CHECKING:  # heavy imports (torch, openvino, the OpenAI SDK): loaded on 
 log = logging.getLogger(__name__)
 
 
-class DocLens(AuditedChanges, LibraryAccess):
+class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
     """Everything a user can do, as plain method calls returning plain result types (deleting, restoring
     and renaming knowledge bases and documents: ``AuditedChanges``; listing, reading and sharing them:
-    ``LibraryAccess``). ``who``: the caller's login, checked against its role on each knowledge base."""
+    ``LibraryAccess``; finishing uploads a restart cut short: ``InterruptedUploads``). ``who``: the caller's
+    login, checked against its role on each knowledge base."""
 
     def __init__(self, settings: Settings):
         self.settings = settings
@@ -219,12 +221,6 @@ class DocLens(AuditedChanges, LibraryAccess):
         self.trash.recover()
         self.kbs.recover()
         self.trash.purge_expired()
-
-    def resume_interrupted(self, progress: Optional[ProgressCallback] = None, kb: str = "") -> list[IngestResult]:
-        """Finish the uploads a kill or a shutdown cut short (in ``kb``, or all), after the pages they had read."""
-        from backend.ingestion.resume import resume_interrupted
-
-        return resume_interrupted(self.kbs, self.ingest, progress, kb)
 
     # -- ingestion ----------------------------------------------------------------------------
 

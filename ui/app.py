@@ -31,6 +31,7 @@ from ui.i18n.strings import (
 )
 from ui.knowledge_bases.handlers import KBHandlers
 from ui.knowledge_bases.page import KBTab, build_kb_tab
+from ui.knowledge_bases.upload_jobs import UploadJobs, resume_interrupted
 from ui.settings.page import SettingsFields, build_settings_tab
 from ui.starting_page import StartingPage
 from ui.web_files import ReceivedUploads, shown_files
@@ -159,6 +160,7 @@ def build_app(service: DocLens, admin: str = "") -> gr.Blocks:
         wire_page_load(demo, page)
         wire_language_switch(page)
     demo.doclens_uploads = uploads  # serve() deletes what is left of the uploads when it stops
+    demo.doclens_jobs = kb_handlers.jobs  # serve() resumes the uploads a restart cut short as jobs
     return demo
 
 
@@ -348,7 +350,7 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
         delayed = threading.Timer(MODEL_DELAY_S, service.prepare_models_in_background)
         delayed.daemon = True
         delayed.start()
-        resume_uploads_later(service)
+        resume_uploads_later(service, demo.doclens_jobs)
         demo.queue(default_concurrency_limit=settings.ui.concurrency)
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)
@@ -375,14 +377,14 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
         service.close()
 
 
-def resume_uploads_later(service: DocLens) -> None:
+def resume_uploads_later(service: DocLens, jobs: UploadJobs) -> None:
     """Uploads a kill or a restart cut short go on by themselves, after the first page is drawn (as the
-    models: MODEL_DELAY_S), from the pages they had read; each shows up in its KB once it is complete."""
+    models: MODEL_DELAY_S), from the pages they had read; their KB's page shows their progress, and each
+    shows up in its KB once it is complete."""
 
     def resume() -> None:
         try:
-            for result in service.resume_interrupted():
-                log.info("interrupted upload resumed: %s", result.error or f"{result.file} {result.status}")
+            resume_interrupted(service, jobs)
         except Exception:
             log.exception("could not resume the interrupted uploads")
 

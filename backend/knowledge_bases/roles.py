@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Optional
 
 from backend.errors import DocLensError
-from backend.knowledge_bases.audit import CLI, LOCAL, RETENTION
+from backend.knowledge_bases.audit import CLI, LOCAL, RESUME, RETENTION
 
 log = logging.getLogger(__name__)
 
 EVERYONE = "*"
 SHARE_ROLES = ("reader", "editor")
-UNRESTRICTED = {CLI, RETENTION}  # the machine's own user and the purge: not a web login
+UNRESTRICTED = {CLI, RETENTION, RESUME}  # the machine's own user, the purge, the resume: never a web login
 
 
 class Role(IntEnum):

@@ -17,7 +17,7 @@ from ui.common import actor, document_files, error_text, kb_dropdown, shows_erro
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 from ui.knowledge_bases.documents_table import DocumentsTable
-from ui.knowledge_bases.upload_jobs import UploadJob, UploadJobs
+from ui.knowledge_bases.upload_jobs import RESUMED, UploadJob, UploadJobs
 from ui.knowledge_bases.view import dict_markdown, doc_headers, job_progress_html, results_markdown
 from ui.latex import md_literal
 from ui.web_files import ReceivedUploads, UploadRefused
@@ -280,7 +280,7 @@ class KBHandlers:
         lang = lang_of(request)
         if not kb:  # a tick before a reloaded page knows its KB: the attach that follows decides
             return gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip(), gr.skip()
-        job = self.jobs.get(user_key(request, browser), kb)
+        job = self.jobs.followed(user_key(request, browser), kb)
         if job is None:
             return gr.skip(), gr.skip(), gr.skip(), gr.update(active=False), *self.cancel_picker(None)
         if job.running:
@@ -289,8 +289,9 @@ class KBHandlers:
                 self.documents_table(kb, request),
                 gr.skip(),
                 gr.skip(),
-                *self.cancel_picker(job, only_changes=True),
+                *self.cancel_picker(job if self.may_cancel(job, request) else None, only_changes=True),
             )
+        job.result_shown = True
         return (
             self.job_result(job, lang),
             self.documents_table(kb, request),
@@ -303,14 +304,25 @@ class KBHandlers:
         """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
         say that someone else's runs there. Outputs: ingest status, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
-        job = self.jobs.get(user_key(request, browser), kb)
+        job = self.jobs.followed(user_key(request, browser), kb)
         if job is None or not job.running:
             return (
                 (another_upload_runs(lang) if self.jobs.running_in(kb) else ""),
                 gr.update(active=False),
                 *self.cancel_picker(None),
             )
-        return job_progress_html(job, lang, self.model_preparing), gr.update(active=True), *self.cancel_picker(job)
+        cancellable = job if self.may_cancel(job, request) else None
+        return (
+            job_progress_html(job, lang, self.model_preparing),
+            gr.update(active=True),
+            *self.cancel_picker(cancellable),
+        )
+
+    def may_cancel(self, job: UploadJob, request: Optional[gr.Request]) -> bool:
+        """Its own browser (or login) cancels an upload; one resumed at start, whoever may add documents."""
+        if job.user != RESUMED:
+            return True  # followed by its own page only
+        return self.service.role(job.kb, actor(request)) in ("editor", "owner")
 
     @staticmethod
     def job_result(job: UploadJob, lang: str) -> str:
@@ -323,11 +335,10 @@ class KBHandlers:
         the status even if a tick meanwhile stopped it. Only the browser (or login) that started an upload
         can cancel it."""
         lang = lang_of(request)
-        owner = user_key(request, browser)
-        if self.jobs.cancel(owner, kb):
-            job = self.jobs.get(owner, kb)
-            status = job_progress_html(job, lang, self.model_preparing) if job is not None else gr.skip()
-            return status, gr.update(active=True)
+        job = self.jobs.followed(user_key(request, browser), kb)
+        if job is not None and job.running and self.may_cancel(job, request):
+            job.cancel.set()
+            return job_progress_html(job, lang, self.model_preparing), gr.update(active=True)
         if self.jobs.running_in(kb):
             return another_upload_runs(lang), gr.skip()
         return text(lang, "No upload is running.", "没有正在进行的上传。"), gr.skip()
@@ -338,11 +349,10 @@ class KBHandlers:
         """Cancel the picked file of this browser's running upload; the others go on. Outputs: ingest
         status, the per-file cancel row and picker."""
         lang = lang_of(request)
-        owner = user_key(request, browser)
-        job = self.jobs.get(owner, kb)
-        if job is None or not job.running:
+        job = self.jobs.followed(user_key(request, browser), kb)
+        if job is None or not job.running or not self.may_cancel(job, request):
             return text(lang, "No upload is running.", "没有正在进行的上传。"), *self.cancel_picker(None)
-        if place is None or not self.jobs.cancel_file(owner, kb, int(place)):
+        if place is None or not job.cancel_file(int(place)):
             choose = text(lang, "Choose a file of the running upload first.", "请先选择正在上传的文件。")
             return warning_md(choose), *self.cancel_picker(job)
         name = job.files[int(place)].name

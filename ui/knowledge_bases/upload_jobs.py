@@ -1,7 +1,9 @@
 """Uploads as server-side jobs: they outlive the page that started them, so a reload can re-attach.
 
 A job is keyed by (user, knowledge base): the same user reloading the page finds their running upload
-again (its progress and Cancel). Without a login every browser is the same anonymous user.
+again (its progress and Cancel). Without a login each browser is a user of its own (an id in its local
+storage). The uploads a restart cut short are resumed as jobs of nobody's (``RESUMED``): every page on
+their knowledge base follows them, and anyone who may add documents there may cancel them.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from backend.service import LOCAL
+from backend.service import LOCAL, RESUME, DocLens
 from backend.types import IngestResult, Pace, ProgressEvent, Rate
 
 log = logging.getLogger(__name__)
 
 IngestFunction = Callable[..., list[IngestResult]]
 KEEP_FINISHED_SECONDS = 600  # a finished job is kept a while so the page polling it sees the result
+RESUMED = "resumed"  # the owner of the uploads resumed at start; no browser's or login's key looks like it
 
 
 @dataclass
@@ -52,6 +55,7 @@ class UploadJob:
     listed_cancellable: Optional[list[tuple[str, int]]] = None  # what the page's file picker was last sent
     pace: Pace = field(default_factory=Pace)
     rate: Optional[Rate] = None  # of the stage in hand: pages/s and the time its file still takes
+    result_shown: bool = False  # a page showed how it ended
 
     def __post_init__(self) -> None:
         self.files = [FileState(name) for name in self.names]
@@ -119,10 +123,17 @@ class UploadJobs:
         self._lock = threading.Lock()
 
     def start(
-        self, user: str, kb: str, paths: Sequence[Path], names: Sequence[str], who: str = LOCAL
+        self,
+        user: str,
+        kb: str,
+        paths: Sequence[Path],
+        names: Sequence[str],
+        who: str = LOCAL,
+        ingest: Optional[IngestFunction] = None,
     ) -> Optional[UploadJob]:
         """Start an upload in the background; None when this user already uploads into this KB. ``who``:
-        the login the service checks (``user`` also tells browsers apart without logins)."""
+        the login the service checks (``user`` also tells browsers apart without logins); ``ingest``: the
+        work, when it is not this registry's (a resumed upload)."""
         with self._lock:
             self._forget_old()
             current = self._jobs.get((user, kb))
@@ -130,13 +141,16 @@ class UploadJobs:
                 return None
             job = UploadJob(user, kb, list(names), who=who)
             self._jobs[(user, kb)] = job
-        thread = threading.Thread(target=self._run, args=(job, list(paths)), name=f"doclens-upload-{kb}", daemon=True)
+        work = ingest or self._ingest
+        thread = threading.Thread(
+            target=self._run, args=(job, list(paths), work), name=f"doclens-upload-{kb}", daemon=True
+        )
         thread.start()
         return job
 
-    def _run(self, job: UploadJob, paths: list[Path]) -> None:
+    def _run(self, job: UploadJob, paths: list[Path], ingest: IngestFunction) -> None:
         try:
-            job.results = self._ingest(
+            job.results = ingest(
                 job.kb,
                 paths,
                 progress=job.record,
@@ -156,25 +170,38 @@ class UploadJobs:
         with self._lock:
             return self._jobs.get((user, kb)) if kb else None
 
+    def followed(self, user: str, kb: Optional[str]) -> Optional[UploadJob]:
+        """The job a page of ``user`` on ``kb`` follows: its own while it runs or until it showed how it
+        ended, else the upload resumed there at start, else its own."""
+        own, resumed = self.get(user, kb), self.get(RESUMED, kb)
+        if own is not None and (own.running or not own.result_shown):
+            return own
+        return resumed or own
+
     def running_in(self, kb: Optional[str]) -> list[UploadJob]:
         """Every running job of a knowledge base, whoever started it."""
         with self._lock:
             return [job for (_, name), job in self._jobs.items() if name == kb and job.running]
-
-    def cancel(self, user: str, kb: Optional[str]) -> bool:
-        job = self.get(user, kb)
-        if job is None or not job.running:
-            return False
-        job.cancel.set()
-        return True
-
-    def cancel_file(self, user: str, kb: Optional[str], place: int) -> bool:
-        """Cancel one file of this user's running upload; the other files go on."""
-        job = self.get(user, kb)
-        return job is not None and job.cancel_file(place)
 
     def _forget_old(self) -> None:
         now = time.monotonic()
         for key, job in list(self._jobs.items()):
             if not job.running and now - job.finished_at > KEEP_FINISHED_SECONDS:
                 del self._jobs[key]
+
+
+def resume_interrupted(service: DocLens, jobs: UploadJobs) -> list[UploadJob]:
+    """The uploads a kill or a restart cut short, each knowledge base's as one job that every page on it
+    follows (progress, pages/s, time left, Cancel), going on from the pages they had read."""
+
+    def resume(kb: str, _paths: list[Path], *, display_names: Sequence[str], who: str, **options) -> list:
+        results = service.resume_interrupted(kb=kb, **options)
+        for result in results:
+            log.info("interrupted upload resumed: %s", result.error or f"{result.file} {result.status}")
+        return results
+
+    started = []
+    for kb, names in service.interrupted_uploads().items():
+        job = jobs.start(RESUMED, kb, [], names, who=RESUME, ingest=resume)
+        started += [job] if job is not None else []
+    return started

@@ -9,7 +9,7 @@ from backend.types import DocumentInfo, IngestResult, ProgressEvent, Rate, durat
 from ui.i18n.messages import translate_result
 from ui.i18n.strings import text
 from ui.icons import icon
-from ui.knowledge_bases.upload_jobs import FileState, UploadJob
+from ui.knowledge_bases.upload_jobs import RESUMED, FileState, UploadJob
 
 
 def doc_headers(lang: str) -> list[str]:
@@ -100,6 +100,8 @@ def job_progress_html(job: UploadJob, lang: str, model_preparing: bool = False) 
     else:
         line = progress_text(job.event, lang)
         line += f" · {pace_text(job.rate, lang)}" if job.rate is not None else ""
+    if job.user == RESUMED:  # nobody on this page started it: say where it comes from
+        line = text(lang, "Resuming an upload a restart cut short: ", "继续重启前中断的上传：") + line
     if job.cancel.is_set():
         line = text(lang, "Cancelling after the current page…", "将在当前页后取消…") + " " + line
     cancelled = [job.files[place].name for place in sorted(job.cancelled_files) if place < len(job.files)]

@@ -12,6 +12,7 @@ import pytest
 
 from backend.service import DocLens
 from backend.types import IngestResult, ProgressEvent
+from tests.backend.ingestion.support import LAYOUT
 from tests.conftest import SAMPLES
 from tests.ui.handler_support import (
     KB,
@@ -23,7 +24,7 @@ from tests.ui.handler_support import (
 from ui.common import kb_names
 from ui.icons import icon
 from ui.knowledge_bases.handlers import KBHandlers, user_key
-from ui.knowledge_bases.upload_jobs import UploadJobs
+from ui.knowledge_bases.upload_jobs import UploadJobs, resume_interrupted
 from ui.knowledge_bases.view import progress_text, results_markdown
 from ui.web_files import ReceivedUploads
 
@@ -256,3 +257,50 @@ def test_one_file_of_an_upload_is_cancelled_from_the_page(service: DocLens) -> N
     assert [r.status for r in job.results] == ["cancelled", "indexed", "indexed"]
     assert sorted(d.file for d in service.documents("cancel-one")) == sorted(GROUP[1:])
     assert handlers.cancel_picker(job)[0]["visible"] is False, "nothing is left to cancel"
+
+
+def _interrupt_an_upload(service: DocLens, kb: str) -> None:
+    """Ctrl-C at page 6 of 20: the pages read and the original are kept for the next start."""
+
+    def interrupt_at_page_6(event: ProgressEvent) -> None:
+        if event.stage == "parse" and event.current == 6:
+            raise KeyboardInterrupt
+
+    service.create_kb(kb)
+    with pytest.raises(KeyboardInterrupt):
+        service.ingest(kb, [LAYOUT / "native_zh_en_20p.pdf"], progress=interrupt_at_page_6, display_names=[BOOK])
+    assert service.interrupted_uploads(kb) == {kb: [BOOK]}
+
+
+BOOK = "my book.pdf"
+
+
+def test_an_upload_resumed_at_start_shows_its_progress_on_every_page_of_its_kb(service: DocLens) -> None:
+    """Issue 25 item 6: an upload a restart cut short goes on by itself; every browser on its KB sees its
+    bar (file, pages, pages/s once it runs), then how it ended; the KB's other uploads are not disturbed."""
+    _interrupt_an_upload(service, "resumed")
+    handlers = KBHandlers(service)
+    with service._ingest_lock:  # another upload runs: the resumed one waits, and the page says so
+        [job] = resume_interrupted(service, handlers.jobs)
+        status, timer, row, picker = handlers.attach("resumed", "a browser that never uploaded")
+        assert 'class="dl-progress"' in status and "Resuming an upload a restart cut short" in status
+        assert BOOK in status and timer["active"] is True
+        assert row["visible"] is True and picker["choices"] == [(BOOK, 0)], "no login: anyone may cancel it"
+    assert job.done.wait(120)
+    status, table, _picker, timer, row, _pick = handlers.poll("resumed", "another browser")
+    assert BOOK in status and "indexed" in status and timer["active"] is False and row["visible"] is False
+    assert [doc.file for doc in service.documents("resumed")] == [BOOK]
+    assert service.interrupted_uploads() == {}
+    assert handlers.attach("resumed", "a browser that never uploaded")[0] == "", "done: nothing runs there"
+
+
+def test_a_resumed_upload_cancelled_from_the_page_does_not_come_back(service: DocLens) -> None:
+    _interrupt_an_upload(service, "resumed then cancelled")
+    handlers = KBHandlers(service)
+    with service._ingest_lock:
+        [job] = resume_interrupted(service, handlers.jobs)
+        status, timer = handlers.cancel_upload("resumed then cancelled", "some browser")
+        assert "Cancelling after the current page" in status and timer["active"] is True
+    assert job.done.wait(60)
+    assert "nothing was stored" in handlers.poll("resumed then cancelled", "some browser")[0]
+    assert service.documents("resumed then cancelled") == [] and service.interrupted_uploads() == {}
