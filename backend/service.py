@@ -198,11 +198,7 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
 
     def migrate(self, progress: Optional[ProgressCallback] = None) -> list[reindex.MigratedKB]:
         """Index the knowledge bases of a Milvus Lite 3.x data folder again from their PDFs."""
-
-        def ingest(name: str, paths: Sequence[Path], on_progress, display_names: Sequence[str]) -> list[IngestResult]:
-            return self.ingest(name, paths, progress=on_progress, display_names=display_names)
-
-        return reindex.migrate(self.kbs, ingest, self.settings.data_dir, progress)
+        return reindex.migrate(self.kbs, self.ingest, self.settings.data_dir, progress)
 
     def loading(self, kb_names: Sequence[str]) -> list[str]:
         """Those of ``kb_names`` still loading after a start: a question to them waits (the UI says so)."""
@@ -252,7 +248,9 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
             raise DocLensError("no PDF files found in " + ", ".join(str(p) for p in paths))
         with self._ingest_lock, self.kbs.writing(kb):  # one upload at a time per server and per knowledge base
             try:
-                return Ingestor(self.settings, self.embedder).run(kb, items, progress, cancel, on_result, cancel_files)
+                return Ingestor(self.settings, self.embedder, lambda: self.llm).run(
+                    kb, items, progress, cancel, on_result, cancel_files
+                )
             finally:  # fresh rows go into indexed segments now, not on the next restart
                 self.kbs.seal(kb)
 
@@ -278,7 +276,9 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
         kb = self.open_kb(kb_name)
 
         def ingest(items, on_result):
-            return Ingestor(self.settings, self.embedder).run(kb, items, progress, on_result=on_result)
+            return Ingestor(self.settings, self.embedder, lambda: self.llm).run(
+                kb, items, progress, on_result=on_result
+            )
 
         locks = (self._ingest_lock, self.kbs.writing(kb))  # as an upload holds them
         seal, remove = (lambda: self.kbs.seal(kb)), (lambda doc: self.trash.trash_document(kb, doc, who))
@@ -349,6 +349,7 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
         ``llm_profile``: this caller's own model (see ``llm_for``); None: the server's.
         """
         from backend.answering.answers import answer_updates, whole_answer_updates
+        from backend.answering.formula_images import kept_in
         from backend.answering.prompts import condense_question, said_by_user
 
         kbs = [self.open_kb(name) for name in self.readable(kb_name, who)]
@@ -361,7 +362,8 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
         with self.kbs.deletion_explained(*kbs):
             said = said_by_user(history, question)
             result = self.retriever.search_follow_up(kbs, question, standalone, said, name_list(doc), top)
-        yield from answer_updates(llm, question, result, history, standalone, self.settings.confidence.abstain_below)
+        abstain_below, formulas = self.settings.confidence.abstain_below, kept_in(kbs)
+        yield from answer_updates(llm, question, result, history, standalone, abstain_below, formulas)
 
     def _figure_answer(self, kbs: list[OpenKB], llm: LLMClient, question: str, figure_id: str) -> Answer:
         """The vision model's answer about one figure (of the first of ``kbs`` with it), its page and passages."""

@@ -8,6 +8,7 @@ from typing import Iterator, Optional, Sequence
 from backend.answering.abstention import abstained_answer, should_abstain
 from backend.answering.citations import validate_citations
 from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
+from backend.answering.formula_images import FormulaImage, with_formulas_read
 from backend.answering.prompts import HistoryLike, build_prompt
 from backend.errors import LLMError
 from backend.llm.client import LLMClient, LLMCutOff
@@ -78,12 +79,18 @@ def answer_updates(
     history: HistoryLike,
     searched_question: str,
     abstain_below: float = 0.0,
+    formula_image: Optional[FormulaImage] = None,
 ) -> Iterator[AnswerUpdate]:
     """The updates of a question about the text: the sources found, each delta, then the final answer, which
     says where the search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking
-    the model."""
+    the model. ``formula_image``: where a source's drawn formulas are kept, read as LaTeX before the model
+    gets them (``formula_images``)."""
+    abstains = should_abstain(result, abstain_below)
+    if formula_image is not None and llm is not None and llm.configured and not abstains:
+        given = llm.settings.llm.context_sources
+        result.sources = with_formulas_read(llm, result.sources[:given], formula_image) + result.sources[given:]
     yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
-    if should_abstain(result, abstain_below):
+    if abstains:
         yield from whole_answer_updates(abstained_answer(question, result, searched_question))
         return
     for update in answer_stream(

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
 
 from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_inside, column_edges, line_from_chars, union
 
@@ -51,7 +53,8 @@ _MIN_GLYPHS = 3
 _INLINE_GLYPH_MAX = 1.6  # at most this many body font sizes wide and high
 _MAX_GLYPH_ASPECT = 12.0  # thinner paths are rules, ticks and underlines
 _MAX_PAGE_GLYPHS = 400  # more small paths than this on a page: a drawing, not text
-FORMULA_IMAGE_MARK = "[formula: image,"  # a formula only drawn (no text): its OCR reading follows
+FORMULA_IMAGE_MARK = "[formula image "  # a formula only drawn (no text): its image's key, then its OCR reading
+MAX_MARKED_OCR = 400  # answering.formula_images finds a mark up to this long reading
 MAX_INLINE_FORMULAS = 24  # more clusters than this on a page: a drawing, not symbols in text
 
 
@@ -133,12 +136,28 @@ def formula_regions(
         and not any(center_inside(b, area, pad=1.0) for area in excluded)
         and not any(center_inside(b, ln.box, pad=0.5) for ln in lines)
     ]
+    # a formula's number may be text while the formula is drawn: it does not make the row a text row
+    words = [ln for ln in lines if not _EQUATION_NUMBER.fullmatch(ln.text.strip())]
     regions = []
     for cluster in _clusters(glyphs, gap=0.8 * max(body_size, 1.0)):
         box = union(cluster)
-        if len(cluster) >= _MIN_GLYPHS and not any(_same_rows(box, ln.box) for ln in lines):
+        if len(cluster) >= _MIN_GLYPHS and not any(_same_rows(box, ln.box) for ln in words):
             regions.append(box)
     return regions
+
+
+def with_numbers_attached(lines: Sequence[TextLine], formulas: Sequence[TextLine]) -> list[TextLine]:
+    """The lines with a text equation number on a drawn formula's row put after that formula ("… (1)"),
+    not left to start the next paragraph."""
+    out = list(lines)
+    for formula in formulas:
+        number = next(
+            (ln for ln in out if _EQUATION_NUMBER.fullmatch(ln.text.strip()) and _same_rows(formula.box, ln.box)), None
+        )
+        if number is not None and number is not formula:
+            formula.text = f"{formula.text} {number.text.strip()}"
+            out.remove(number)
+    return out
 
 
 def _clusters(boxes: Sequence[BBox], gap: float) -> list[list[BBox]]:
@@ -158,22 +177,71 @@ def _same_rows(a: BBox, b: BBox) -> bool:
     return min(a[3], b[3]) - max(a[1], b[1]) > 0.5 * min(a[3] - a[1], b[3] - b[1])
 
 
-def ocr_formulas(
-    regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str], size: float
-) -> list[TextLine]:
-    """Each formula region rendered and read by OCR, as a line placed where the formula is."""
-    found = []
-    for box in regions:
+@dataclass
+class DrawnFormula:
+    """A display formula drawn without text, as rendered: kept beside the document's figures so that a
+    vision model reads it (``answering.formula_images``) when a passage holding it is cited."""
+
+    page: int
+    index: int  # 1-based on its page
+    image: Any  # a PIL image
+
+    @property
+    def key(self) -> str:
+        return f"p{self.page}_eq{self.index}"
+
+    @property
+    def file_name(self) -> str:
+        return f"{self.key}.png"
+
+
+def save_formulas(formulas: Sequence[DrawnFormula], directory: Path) -> None:
+    """Each as ``p{page}_eq{n}.png`` beside the document's figures; one that cannot be written is left out
+    (its passage keeps the OCR reading)."""
+    for formula in formulas:
         try:
-            text = " ".join(recognize(render(_padded(box, size))).split())
-        except Exception as exc:  # noqa: BLE001 - OCR of one formula is not worth the page
-            log.warning("formula at %s not read (%s)", [round(v) for v in box], exc)
-            continue
-        if text and not _EQUATION_NUMBER.fullmatch(text):  # OCR garbles a formula: its reading is marked so
-            text = f"{FORMULA_IMAGE_MARK} OCR: {text}]"
+            directory.mkdir(parents=True, exist_ok=True)
+            formula.image.save(directory / formula.file_name, format="PNG")
+        except (OSError, ValueError) as exc:
+            log.warning("formula image %s not saved: %s", formula.file_name, exc)
+
+
+def formula_mark(key: str, ocr: str) -> str:
+    """What the text holds for a drawn formula: OCR garbles formulas, so its reading is marked as such (no
+    brackets inside, at most MAX_MARKED_OCR characters: the mark is found again by its closing bracket)."""
+    reading = " ".join(ocr.replace("[", "(").replace("]", ")").split())[:MAX_MARKED_OCR]
+    return f"{FORMULA_IMAGE_MARK}{key}, OCR: {reading}]" if reading else f"{FORMULA_IMAGE_MARK}{key}]"
+
+
+def ocr_formulas(
+    regions: Sequence[BBox], render: Callable[[BBox], Any], recognize: Callable[[Any], str], size: float, page: int
+) -> tuple[list[TextLine], list[DrawnFormula]]:
+    """Each formula region rendered and read by OCR, as a line placed where the formula is, and its image."""
+    found: list[TextLine] = []
+    drawn: list[DrawnFormula] = []
+    for box in regions:
+        image, text = _render_and_read(box, render, recognize, size)
+        if image is not None and not _EQUATION_NUMBER.fullmatch(text):
+            drawn.append(DrawnFormula(page, len(drawn) + 1, image))
+            text = formula_mark(drawn[-1].key, text)
         if text:
             found.append(TextLine(text, box, size))
-    return found
+    return found, drawn
+
+
+def _render_and_read(
+    box: BBox, render: Callable[[BBox], Any], recognize: Callable[[Any], str], size: float
+) -> tuple[Optional[Any], str]:
+    try:
+        image = render(_padded(box, size))
+    except Exception as exc:  # noqa: BLE001 - one formula is not worth the page
+        log.warning("formula at %s not rendered (%s)", [round(v) for v in box], exc)
+        return None, ""
+    try:
+        return image, " ".join(recognize(image).split())
+    except Exception as exc:  # noqa: BLE001 - its image is still kept for the vision model
+        log.warning("formula at %s not read (%s)", [round(v) for v in box], exc)
+        return image, ""
 
 
 def _padded(box: BBox, size: float) -> BBox:

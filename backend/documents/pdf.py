@@ -20,6 +20,7 @@ from PIL import Image
 
 from backend.cpu import let_questions_pass
 from backend.documents.equations import (
+    DrawnFormula,
     body_size,
     formula_regions,
     inline_formula_regions,
@@ -27,6 +28,7 @@ from backend.documents.equations import (
     ocr_formulas,
     ocr_inline_formulas,
     with_inline_pieces,
+    with_numbers_attached,
 )
 from backend.documents.figure_mentions import TAIL_LINES
 from backend.documents.figure_objects import PageObjects, page_objects
@@ -37,7 +39,7 @@ from backend.documents.figures import (
     render_region,
 )
 from backend.documents.formulas.lines import formulas_as_latex
-from backend.documents.layout import TextLine, center_inside, lines_to_text, order_lines
+from backend.documents.layout import BBox, TextLine, center_inside, lines_to_text, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
     layout_model,
@@ -88,6 +90,7 @@ class ParsedPage:
     empty_ocr: bool = False  # OCR ran and found no text
     unreadable: bool = False  # pdfium could not load the page (e.g. a cycle in the page tree)
     cut_objects: int = 0  # text objects pdfium cut at PDFIUM_STRING_LIMIT characters
+    formulas: list[DrawnFormula] = field(default_factory=list)  # display formulas drawn without text
 
     def to_page_text(self) -> PageText:
         return PageText(page=self.page, text=self.text, ocr=self.ocr)
@@ -228,29 +231,32 @@ class _PageParser:
                 tables = self._tables(index, page, text, paths)
         if regions or pieces:
             body = _with_tables(text, tables, obstacles)
-        formulas = self._vector_formulas(page, body, paths, [t.box for t in tables] + pictures)
+        formulas, drawn = self._vector_formulas(page, index + 1, body, paths, [t.box for t in tables] + pictures)
         if formulas:
-            body = order_lines(body + formulas, obstacles)
+            body = order_lines(with_numbers_attached(body, formulas) + formulas, obstacles)
         mark_equations(body, page.get_width())
         mark_equation_regions(body, regions)
         body = formulas_as_latex(body, paths)
         for line in formulas:
             line.equation = True
-        return ParsedPage(
-            index + 1, lines_to_text(body, page.get_width()), ocr=False, figures=figures, tables=len(tables)
-        )
+        page_text = lines_to_text(body, page.get_width())
+        return ParsedPage(index + 1, page_text, ocr=False, figures=figures, tables=len(tables), formulas=drawn)
 
     @stage("formulas")
     def _vector_formulas(
-        self, page: pdfium.PdfPage, body: list[TextLine], paths: list, excluded: list
-    ) -> list[TextLine]:
-        """Display formulas drawn as glyph outlines have no text: OCR them where they stand."""
+        self, page: pdfium.PdfPage, page_no: int, body: list[TextLine], paths: list, excluded: list
+    ) -> tuple[list[TextLine], list[DrawnFormula]]:
+        """Display formulas drawn as glyph outlines have no text: OCR them where they stand, keep their images."""
         size = body_size(body)
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
         engine = self._formula_engine(len(regions))
         if engine is None:
-            return []
-        return ocr_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
+            return [], []
+
+        def render(box: BBox) -> Image.Image:
+            return render_region(page, box, FORMULA_DPI)
+
+        return ocr_formulas(regions, render, engine.recognize, size, page_no)
 
     @stage("layout")
     def _layout_regions(

@@ -11,10 +11,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Callable, Collection, Optional
+from typing import TYPE_CHECKING, Callable, Collection, Optional
 
 import numpy as np
 
+from backend.answering.formula_images import MAX_READ_PER_DOCUMENT, FormulaReader
 from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
@@ -36,6 +37,9 @@ from backend.stage_times import charge, stage, working_on
 from backend.store.base import ChunkRow
 from backend.text import text_language
 from backend.types import DocumentInfo, IngestResult, ProgressCallback, ProgressEvent
+
+if TYPE_CHECKING:  # the OpenAI SDK: imported by the client when a model is used
+    from backend.llm.client import LLMClient
 
 log = logging.getLogger(__name__)
 __all__ = ["Ingestor", "UploadItem", "collect_uploads", "file_sha256"]  # the uploads are named here too
@@ -71,9 +75,16 @@ class _Upload:
 class Ingestor:
     """Turns files into rows of a knowledge base; the knowledge base does the bookkeeping and storing."""
 
-    def __init__(self, settings: Settings, embedder: Embedder):
+    def __init__(self, settings: Settings, embedder: Embedder, model: Optional[Callable[[], LLMClient]] = None):
         self.settings = settings
         self.embedder = embedder
+        self.model = model  # the configured model, made when first needed: it reads drawn formulas
+
+    def _formula_reader(self) -> Optional[FormulaReader]:
+        """Formulas drawn without text read as LaTeX into the stored text, with a model (``ingest.read_formulas``)."""
+        if self.model is None or not (self.settings.llm_configured and self.settings.ingest.read_formulas):
+            return None
+        return FormulaReader(self.model(), MAX_READ_PER_DOCUMENT)
 
     def run(
         self,
@@ -167,7 +178,7 @@ class Ingestor:
                 if reader is not None
                 else iter_pages(item.path, self.settings, get_ocr_engine(self.settings), first_page=len(done))
             )
-            take_pages(job, done, pages, self.settings.ingest)
+            take_pages(job, done, pages, self.settings.ingest, self._formula_reader())
             job.chunks = chunk_job(job, self.settings.ingest)
             ahead.start_after(item, kb)  # the next file is parsed while this one is embedded
             # Its chunk count at once: it may wait for the next files, to be embedded with them.

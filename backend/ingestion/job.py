@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Collection, Iterator, Optional
 
+from backend.answering.formula_images import FormulaReader
 from backend.documents.chunking import chunk_pages, with_figure_chunks
+from backend.documents.equations import save_formulas
 from backend.documents.figures import PageFigure, save_figure
 from backend.documents.pdf import ParsedPage
 from backend.errors import CancelledError, DocLensError, DocumentError, KnowledgeBaseDeleted
@@ -69,8 +71,15 @@ def pages_done(job: Job) -> list[DonePage]:
     return job.checkpoint.load()
 
 
-def take_pages(job: Job, done: list[DonePage], pages: Iterator[ParsedPage], limits: IngestSettings) -> None:
-    """The pages done before, then each page as it is parsed, into the job and onto disk."""
+def take_pages(
+    job: Job,
+    done: list[DonePage],
+    pages: Iterator[ParsedPage],
+    limits: IngestSettings,
+    formulas: Optional[FormulaReader] = None,
+) -> None:
+    """The pages done before, then each page as it is parsed, into the job and onto disk; ``formulas``
+    reads the formulas drawn without text as LaTeX into the page's text."""
     checkpoint = job.checkpoint
     checkpoint.start(done)
     for page in done:
@@ -86,8 +95,12 @@ def take_pages(job: Job, done: list[DonePage], pages: Iterator[ParsedPage], limi
         job.report(
             "ocr" if parsed.ocr else "parse", parsed.page, job.page_count, f"{what} {parsed.page} of {job.page_count}"
         )
+        text = parsed.text
+        if parsed.formulas:
+            save_formulas(parsed.formulas, figure_dir)  # read by the vision model, now or when cited
+            text = formulas.read(text, lambda key: figure_dir / f"{key}.png") if formulas else text
         page = DonePage(
-            PageText(parsed.page, parsed.text, parsed.ocr),
+            PageText(parsed.page, text, parsed.ocr),
             [_saved(job, parsed.page, figure, save_figure(figure, figure_dir)) for figure in parsed.figures],
             empty_ocr=parsed.ocr and parsed.empty_ocr,
             unreadable=parsed.unreadable,

@@ -13,16 +13,16 @@ import logging
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Optional
 
 from backend.knowledge_bases import names, old_folders
 from backend.knowledge_bases.lifecycle import KnowledgeBases
 from backend.knowledge_bases.registry import COMPLETE, Registry
 from backend.types import IngestResult, ProgressCallback
 
-# (knowledge base, files, progress, display names) -> one result per file: the service's ingest, which
+# (knowledge base, files, progress=, display_names=) -> one result per file: the service's ingest, which
 # runs above this package (ingestion builds on knowledge bases), so it is handed in, never imported.
-IngestFiles = Callable[[str, Sequence[Path], Optional[ProgressCallback], Sequence[str]], list[IngestResult]]
+IngestFiles = Callable[..., list[IngestResult]]
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def _migrate_kb(
     present = [(d, path) for d, path in originals if path.is_file()]
     failures = list(missing)
     if present:
-        results = ingest(name, [p for _, p in present], progress, [d.file for d, _ in present])
+        results = ingest(name, [p for _, p in present], progress=progress, display_names=[d.file for d, _ in present])
         failures += [r.error or f"{r.file}: {r.status}" for r in results if not r.ok]
     new = kbs.open(name).registry
     back = {d.sha256 for d in new.documents(COMPLETE)}

@@ -19,7 +19,9 @@ from typing import Optional, Sequence
 
 from rapidfuzz.distance import Levenshtein
 
-from backend.documents.pdf import parse_pdf
+from backend.answering.formula_images import FormulaReader
+from backend.documents.equations import save_formulas
+from backend.documents.pdf import ParsedPage, parse_pdf
 from backend.quality.formula_pages import FORMULAS, KINDS, FormulaPage, write_formula_pdf
 from backend.settings import Settings
 
@@ -41,6 +43,7 @@ class FormulaScore:
 class FormulaReport:
     scores: list[FormulaScore]
     seconds: dict[str, float]  # parsing time per kind
+    vision_model: str = ""  # the model that read the drawn formulas ("": none, their OCR reading stays)
 
     def by(self, lang: Optional[str] = None, kind: Optional[str] = None) -> list[FormulaScore]:
         return [s for s in self.scores if (lang is None or s.lang == lang) and (kind is None or s.kind == kind)]
@@ -75,16 +78,33 @@ def run_formula_bench(
 ) -> FormulaReport:
     scores: list[FormulaScore] = []
     seconds: dict[str, float] = {}
+    reader = _vision_reader(settings)
     with tempfile.TemporaryDirectory(prefix="doclens-formulas-") as folder:
         for kind in kinds:
             for lang in langs:
                 path = Path(folder) / f"formulas-{kind}-{lang}.pdf"
                 pages = write_formula_pdf(path, lang, kind, formulas)
                 started = time.perf_counter()
-                parsed = parse_pdf(path, settings)
+                texts = [_read(page, reader, Path(folder) / f"{kind}-{lang}") for page in parse_pdf(path, settings)]
                 seconds[kind] = seconds.get(kind, 0.0) + time.perf_counter() - started
-                scores.extend(_score(page, parsed[page.number - 1].text) for page in pages)
-    return FormulaReport(scores, seconds)
+                scores.extend(_score(page, texts[page.number - 1]) for page in pages)
+    return FormulaReport(scores, seconds, reader.llm.vision_model if reader and reader.llm else "")
+
+
+def _vision_reader(settings: Settings) -> Optional[FormulaReader]:
+    """With a model configured, drawn formulas are read by its vision model, as at ingest."""
+    if not (settings.llm_configured and settings.ingest.read_formulas):
+        return None
+    from backend.llm.client import LLMClient
+
+    return FormulaReader(LLMClient(settings), limit=10_000)
+
+
+def _read(page: ParsedPage, reader: Optional[FormulaReader], images: Path) -> str:
+    if reader is None or not page.formulas:
+        return page.text
+    save_formulas(page.formulas, images)
+    return reader.read(page.text, lambda key: images / f"{key}.png")
 
 
 def _score(page: FormulaPage, text: str) -> FormulaScore:
@@ -96,8 +116,10 @@ def format_formula_report(report: FormulaReport, show: bool = False) -> str:
     langs = sorted({s.lang for s in report.scores})
     kinds = [k for k in KINDS if report.by(kind=k)]
     header = "| kind | " + " | ".join(langs) + " | all | exact | s/page |"
+    read_by = f"read by the vision model {report.vision_model}" if report.vision_model else "no model: their OCR"
     lines = [
         "normalised edit distance of the stored LaTeX (0 = exact, lower is better)",
+        f"drawn formulas: {read_by}",
         header,
         "|" + "---|" * (len(langs) + 4),
     ]
