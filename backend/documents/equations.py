@@ -54,6 +54,7 @@ _INLINE_GLYPH_MAX = 1.6  # at most this many body font sizes wide and high
 _MAX_GLYPH_ASPECT = 12.0  # thinner paths are rules, ticks and underlines
 _MAX_PAGE_GLYPHS = 400  # more small paths than this on a page: a drawing, not text
 FORMULA_IMAGE_MARK = "[formula image "  # a formula only drawn (no text): its image's key, then its OCR reading
+_RELATION = re.compile(r"[=<>≤≥≈≠≡∼∝∑∏∫√±×÷→⇒∈⊂]")  # what a scanned paragraph needs to be taken for a formula
 MAX_MARKED_OCR = 400  # answering.formula_images finds a mark up to this long reading
 MAX_INLINE_FORMULAS = 24  # more clusters than this on a page: a drawing, not symbols in text
 
@@ -179,8 +180,8 @@ def _same_rows(a: BBox, b: BBox) -> bool:
 
 @dataclass
 class DrawnFormula:
-    """A display formula drawn without text, as rendered: kept beside the document's figures so that a
-    vision model reads it (``answering.formula_images``) when a passage holding it is cited."""
+    """A display formula without text to read it from (drawn as glyph outlines, or scanned), as an image:
+    kept beside the document's figures for the vision model to read (``answering.formula_images``)."""
 
     page: int
     index: int  # 1-based on its page
@@ -206,6 +207,28 @@ def save_formulas(formulas: Sequence[DrawnFormula], directory: Path) -> None:
             log.warning("formula image %s not saved: %s", formula.file_name, exc)
 
 
+class ScannedFormulas:
+    """A scanned page's display equations: each paragraph OCR reads as one (``ocr.page_text``'s ``mark``)
+    is cut out of the page image and marked as a drawn formula is, its equation number left outside."""
+
+    def __init__(self, page: int, image: Any):
+        self.page = page
+        self.image = image
+        self.found: list[DrawnFormula] = []
+
+    def mark(self, text: str, box: tuple[float, float, float, float]) -> str:
+        number = _EQUATION_NUMBER.search(text)
+        reading = text[: number.start()].strip() if number else text
+        if not _RELATION.search(reading):  # "2001/10/12", "a/b": no formula to read
+            return text
+        pad = 0.3 * (box[3] - box[1])
+        width, height = self.image.size
+        crop = (max(0, box[0] - pad), max(0, box[1] - pad), min(width, box[2] + pad), min(height, box[3] + pad))
+        self.found.append(DrawnFormula(self.page, len(self.found) + 1, self.image.crop(tuple(round(v) for v in crop))))
+        marked = formula_mark(self.found[-1].key, reading)
+        return f"{marked} {number.group(0).strip()}" if number else marked
+
+
 def formula_mark(key: str, ocr: str) -> str:
     """What the text holds for a drawn formula: OCR garbles formulas, so its reading is marked as such (no
     brackets inside, at most MAX_MARKED_OCR characters: the mark is found again by its closing bracket)."""
@@ -221,12 +244,18 @@ def ocr_formulas(
     drawn: list[DrawnFormula] = []
     for box in regions:
         image, text = _render_and_read(box, render, recognize, size)
-        if image is not None and not _EQUATION_NUMBER.fullmatch(text):
+        # a number alone is the formula's number; nothing or one sign read (a figure's marks, a proof's
+        # "□"): no formula
+        if image is not None and _reads_as_formula(text):
             drawn.append(DrawnFormula(page, len(drawn) + 1, image))
             text = formula_mark(drawn[-1].key, text)
         if text:
             found.append(TextLine(text, box, size))
     return found, drawn
+
+
+def _reads_as_formula(text: str) -> bool:
+    return not _EQUATION_NUMBER.fullmatch(text) and sum(c.isalnum() or c in _MATH_CHARS for c in text) >= 2
 
 
 def _render_and_read(

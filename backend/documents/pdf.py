@@ -49,7 +49,7 @@ from backend.documents.layout_model import (
 )
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
-from backend.documents.ocr_ahead import OCRAhead
+from backend.documents.ocr.ahead import OCRAhead
 from backend.documents.page_lines import PageLines
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
@@ -332,7 +332,8 @@ class _PageParser:
         if self._ocr_ahead is None:
             engine = self._ocr_engine or get_ocr_engine(self.settings)
             self._ocr_ahead = OCRAhead(engine, self._render_scan, sorted(i for i in self.scanned if i >= index))
-        text = self._strip_ocr_margins(self._ocr_ahead.text(index))
+        read = self._ocr_ahead.page(index)
+        text = self._strip_ocr_margins(read.text)
         self.tail = [ln for ln in text.splitlines() if ln.strip()][-TAIL_LINES:]
         ingest = self.settings.ingest
         # the scan itself covers the page: only smaller images on it are figures
@@ -349,7 +350,9 @@ class _PageParser:
             max_image_share=MIN_IMAGE_COVER,
         )
         log.debug("%s page %d: OCR %d chars", self.path.name, index + 1, len(text))
-        return ParsedPage(index + 1, text, ocr=True, figures=figures, empty_ocr=not text.strip())
+        return ParsedPage(
+            index + 1, text, ocr=True, figures=figures, empty_ocr=not text.strip(), formulas=read.formulas
+        )
 
     def _figure_dpi(self, page: pdfium.PdfPage, index: int) -> int:
         """Figures are cut from the page: a page that fits max_render_mpx at this dpi bounds any figure."""

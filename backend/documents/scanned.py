@@ -13,7 +13,7 @@ from PIL import Image
 from backend.documents.figures import image_boxes
 from backend.documents.layout import TextLine, is_visible_char
 from backend.documents.limits import PageLimits
-from backend.documents.ocr_ahead import ocr_dpi
+from backend.documents.ocr.ahead import ocr_dpi
 from backend.documents.page_lines import PageLines
 from backend.documents.pdf_checks import open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK

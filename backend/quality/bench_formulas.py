@@ -119,7 +119,7 @@ def format_formula_report(report: FormulaReport, show: bool = False) -> str:
     read_by = f"read by the vision model {report.vision_model}" if report.vision_model else "no model: their OCR"
     lines = [
         "normalised edit distance of the stored LaTeX (0 = exact, lower is better)",
-        f"drawn formulas: {read_by}",
+        f"drawn and scanned formulas: {read_by}",
         header,
         "|" + "---|" * (len(langs) + 4),
     ]

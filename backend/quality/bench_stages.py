@@ -20,7 +20,7 @@ from rapidfuzz.distance import Levenshtein
 from backend.documents.figures import image_boxes
 from backend.documents.limits import PageLimits
 from backend.documents.ocr import get_ocr_engine
-from backend.documents.ocr_ahead import OCRAhead
+from backend.documents.ocr.ahead import OCRAhead
 from backend.documents.pdf_checks import open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.scanned import render_scan, scanned_pages
@@ -97,7 +97,7 @@ def _ocr_file(path: Path, pages: Sequence[int], settings: Settings, engine) -> d
         finally:
             page.close()
 
-    ahead = OCRAhead(engine, render, pages)
+    ahead = OCRAhead(engine, render, pages, formulas=False)  # the engine's own reading
     try:
         with PDFIUM_LOCK:  # as parsing holds it: OCRAhead lets go of it while it waits
             return {index: ahead.text(index) for index in pages}

@@ -118,3 +118,15 @@ def test_a_drawn_formula_with_a_text_number_is_found_and_keeps_its_number(tmp_pa
     assert [f.key for f in page.formulas] == ["p1_eq1"]
     formula = next(p for p in page.text.split("\n\n") if p.startswith("[formula image p1_eq1, OCR: "))
     assert formula.endswith("] (1)") and "(1) Here" not in page.text, page.text
+
+
+def test_a_scanned_paragraph_without_a_relation_is_not_taken_for_a_formula():
+    from PIL import Image
+
+    from backend.documents.equations import ScannedFormulas
+
+    formulas = ScannedFormulas(4, Image.new("RGB", (800, 1000), "white"))
+    assert formulas.mark("2001/10/12", (10, 10, 200, 40)) == "2001/10/12" and formulas.found == []
+    assert formulas.mark("E=mc² (2)", (300, 500, 500, 540)) == "[formula image p4_eq1, OCR: E=mc²] (2)"
+    [found] = formulas.found
+    assert found.file_name == "p4_eq1.png" and found.image.size == (224, 64)  # the box and a margin of 0.3 its height

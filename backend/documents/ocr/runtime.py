@@ -56,7 +56,7 @@ def _bundled_models() -> Optional[tuple[Path, Path]]:
 
 def requests_per_thread(session: Any, workers: int) -> None:
     """rapidocr's OpenVINO session holds one inference request, which runs one inference at a time, while
-    OCR threads read pages side by side (ocr_ahead): each thread gets a request of its own, on a stream of
+    OCR threads read pages side by side (ocr.ahead): each thread gets a request of its own, on a stream of
     one thread each. ONNX Runtime sessions are left alone (they take calls from several threads)."""
     compiled = _recompiled(session, {"NUM_STREAMS": str(workers), "INFERENCE_NUM_THREADS": str(workers)})
     if compiled is not None:

@@ -11,7 +11,7 @@ import numpy as np
 import pypdfium2 as pdfium
 import pytest
 
-from backend.documents.ocr import BestCharacters, OneAtATime, RapidOCREngine, RecognitionRuns
+from backend.documents.ocr.engines import BestCharacters, OneAtATime, RapidOCREngine, RecognitionRuns
 from tests.conftest import BENCH, REPO_ROOT
 
 SCAN = BENCH / "dev-zh" / "docs" / "zh_011.pdf"  # a scanned page of Chinese text with long lines
@@ -30,7 +30,7 @@ def test_recogniser_runs_in_slices_and_keeps_only_the_best_characters(page: np.n
     from rapidocr import RapidOCR
 
     # ONNX Runtime gives the same scores bit for bit in slices; OpenVINO's differ in the fourth decimal
-    # (tests/backend/documents/test_ocr_runtime.py holds its text to ONNX Runtime's)
+    # (tests/backend/documents/ocr/test_runtime.py holds its text to ONNX Runtime's)
     engine = RapidOCREngine(runtime="onnxruntime")
     bounded = engine._load()
     recognizer = bounded._load_rec_model()

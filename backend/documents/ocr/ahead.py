@@ -4,12 +4,14 @@ rendered at."""
 from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 from PIL import Image
 
-from backend.documents.ocr import OCREngine
-from backend.documents.ocr_runtime import ocr_workers
+from backend.documents.equations import DrawnFormula, ScannedFormulas
+from backend.documents.ocr.engines import OCREngine
+from backend.documents.ocr.runtime import ocr_workers
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.stage_times import WAITING, carrying_file, stage
 
@@ -22,17 +24,24 @@ class OCRAhead:
     are rendered on the calling thread only (pdfium is not thread-safe); results come back in page order.
     """
 
-    def __init__(self, engine: OCREngine, render: Callable[[int], Image.Image], pages: Sequence[int]) -> None:
+    def __init__(
+        self,
+        engine: OCREngine,
+        render: Callable[[int], Image.Image],
+        pages: Sequence[int],
+        formulas: bool = True,
+    ) -> None:
         self._engine = engine
         self._render = render
         self._queue = list(pages)  # scanned page indexes not yet submitted, ascending
         self._workers = ocr_workers()
         self._pool = ThreadPoolExecutor(self._workers, thread_name_prefix="ocr")
-        self._futures: dict[int, Future[str]] = {}
+        self._futures: dict[int, Future[OCRPage]] = {}
+        self._formulas = formulas  # cut display equations out (OCR garbles them), where the engine can
 
     @stage(WAITING)
-    def text(self, index: int) -> str:
-        """The recognised text of page ``index``; keeps the next scanned pages in flight meanwhile."""
+    def page(self, index: int) -> OCRPage:
+        """What OCR read on page ``index``; keeps the next scanned pages in flight meanwhile."""
         self._queue = [i for i in self._queue if i != index]
         if index not in self._futures:
             self._submit(index)
@@ -40,15 +49,33 @@ class OCRAhead:
             self._submit(self._queue.pop(0))
         return _wait_without_pdfium_lock(self._futures.pop(index))
 
+    def text(self, index: int) -> str:
+        return self.page(index).text
+
     def _submit(self, index: int) -> None:
-        self._futures[index] = self._pool.submit(carrying_file(self._engine.recognize), self._render(index))
+        self._futures[index] = self._pool.submit(carrying_file(self._read), index, self._render(index))
+
+    def _read(self, index: int, image: Image.Image) -> OCRPage:
+        marking = getattr(self._engine, "recognize_marking", None) if self._formulas else None
+        if marking is None:
+            return OCRPage(self._engine.recognize(image))
+        formulas = ScannedFormulas(index + 1, image)
+        return OCRPage(marking(image, formulas.mark), formulas.found)
 
     def close(self) -> None:
         # A page still in flight finishes in the background: cancel must not wait for it.
         self._pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _wait_without_pdfium_lock(future: Future[str]) -> str:
+@dataclass
+class OCRPage:
+    """A scanned page's text, and the images of the display equations in it (``equations.ScannedFormulas``)."""
+
+    text: str
+    formulas: list[DrawnFormula] = field(default_factory=list)
+
+
+def _wait_without_pdfium_lock(future: Future[OCRPage]) -> OCRPage:
     """OCR takes seconds and makes no pdfium call: previews may render meanwhile."""
     try:
         PDFIUM_LOCK.release()

@@ -12,7 +12,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 from PIL import Image
 
-from backend.documents.ocr import OCRBox, PPStructureAPIEngine, RapidOCREngine, boxes_to_text, get_ocr_engine
+from backend.documents.ocr import PPStructureAPIEngine, RapidOCREngine, get_ocr_engine
 from backend.documents.pdf import iter_pages, parse_pdf
 from backend.errors import DocumentError
 from tests.conftest import BENCH, SAMPLES, make_settings
@@ -63,17 +63,6 @@ def test_scanned_bench_document_answers_are_in_the_ocr_text(settings):
 def test_ocr_engine_is_created_once(settings):
     engine = get_ocr_engine(settings)
     assert isinstance(engine, RapidOCREngine) and get_ocr_engine(settings) is engine
-
-
-def test_boxes_become_rows_and_paragraphs():
-    boxes = [
-        OCRBox("World", 120, 10, 200, 30),
-        OCRBox("Hello", 10, 12, 100, 31),
-        OCRBox("你好", 10, 40, 60, 60),
-        OCRBox("世界", 70, 41, 120, 60),
-        OCRBox("Next paragraph", 10, 110, 200, 130),
-    ]
-    assert boxes_to_text(boxes) == "Hello World\n你好世界\n\nNext paragraph"
 
 
 def test_paddleocr_without_models_says_so(tmp_path):

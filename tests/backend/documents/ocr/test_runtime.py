@@ -1,4 +1,4 @@
-"""rapidocr's bundled models on OpenVINO (backend/documents/ocr_runtime.py): the same text as on ONNX Runtime,
+"""rapidocr's bundled models on OpenVINO (backend/documents/ocr/runtime.py): the same text as on ONNX Runtime,
 pages read side by side on threads of their own."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pypdfium2 as pdfium
 import pytest
 
 from backend.documents.ocr import RapidOCREngine
-from backend.documents.ocr_runtime import PerThreadRequests, runtime_params
+from backend.documents.ocr.runtime import PerThreadRequests, runtime_params
 from tests.conftest import BENCH
 
 SCANS = [BENCH / "dev-zh" / "docs" / "zh_011.pdf", BENCH / "dev-en" / "docs" / "en_003.pdf"]

@@ -1,4 +1,4 @@
-"""OCR engines: turn a page image into text lines in reading order, grouped into paragraphs.
+"""OCR engines: turn a page image into text lines (``page_text`` puts them in reading order).
 
 ``rapidocr`` (bundled PP-OCR ONNX models, offline) is the default and the only engine tested for real.
 ``paddleocr`` works only when it is installed *and* its models are already on disk (it cannot download
@@ -14,22 +14,20 @@ import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional, Protocol, Sequence
+from typing import Any, Optional, Protocol
 
 from PIL import Image
 
 from backend.documents import ppstructure
-from backend.documents.layout import TextLine, order_lines
-from backend.documents.ocr_runtime import ocr_workers, one_request, requests_per_thread, runtime_params
+from backend.documents.ocr.page_text import MarkFormula, OCRBox, page_text
+from backend.documents.ocr.runtime import ocr_workers, one_request, requests_per_thread, runtime_params
 from backend.errors import DocumentError
 from backend.memory import bound_native_heap, return_free_memory
 from backend.settings import Settings
 from backend.stage_times import stage
-from backend.text import join_words
 
 log = logging.getLogger(__name__)
 
-_OCR_SIZE_SHARE = 0.8  # font size over the height of a recognised line's box
 # Text line image columns (48 px high each) one recognition run may take: see RecognitionRuns.
 REC_RUN_COLUMNS = 3200
 
@@ -40,113 +38,6 @@ class OCREngine(Protocol):
     name: str
 
     def recognize(self, image: Image.Image) -> str: ...
-
-
-@dataclass
-class OCRBox:
-    """One recognised text line with its box in image pixels."""
-
-    text: str
-    x0: float
-    y0: float  # top
-    x1: float
-    y1: float  # bottom
-
-    @property
-    def height(self) -> float:
-        return max(1.0, self.y1 - self.y0)
-
-
-@stage("layout")
-def page_text(boxes: Sequence[OCRBox], image: Image.Image, use_layout_model: bool = True) -> str:
-    """The page's text from its OCR boxes; when they form columns (geometry alone is unsure on a scan:
-    no image objects mark the figures) the layout model's regions join in."""
-    if use_layout_model and boxes and _has_columns(boxes):
-        from backend.documents.layout_model import layout_model
-
-        return boxes_to_text(boxes, layout_model().regions(image), image.height)
-    return boxes_to_text(boxes)
-
-
-def _has_columns(boxes: Sequence[OCRBox]) -> bool:
-    return any(line.column for line in order_lines(_text_lines(boxes)))
-
-
-def _text_lines(boxes: Sequence[OCRBox]) -> list[TextLine]:
-    # y flipped: the ordering works in PDF orientation
-    return [
-        TextLine(b.text.strip(), (b.x0, -b.y1, b.x1, -b.y0), _OCR_SIZE_SHARE * b.height)
-        for b in boxes
-        if b.text.strip()
-    ]
-
-
-def boxes_to_text(boxes: Sequence[OCRBox], regions: Sequence = (), page_height: float = 0.0) -> str:
-    """Boxes in reading order (the same XY-cut as native pages: columns, full-width blocks), one line per
-    row, a blank line where a paragraph, a block or a column starts. Layout-model ``regions`` (image
-    pixels): figures take part in the cut, headers and footers are dropped, an equation's lines stay
-    together."""
-    from backend.documents.layout_model import margin_regions
-
-    margins = [r.box for r in margin_regions(list(regions), page_height)] if regions else []
-    lines = [ln for ln in _text_lines(boxes) if not any(_inside(ln, _flip(m)) for m in margins)]
-    if not lines:
-        return ""
-    figures = [_flip(r.box) for r in regions if r.label == "figure"]
-    equations = [_flip(r.box) for r in regions if r.label == "equation"]
-    lines = _figure_text_as_blocks(lines, figures)
-    heights = sorted(ln.height for ln in lines)
-    typical = heights[len(heights) // 2]
-    out: list[str] = []
-    previous: Optional[TextLine] = None
-    for line in order_lines(lines, figures):
-        line.equation = any(_inside(line, e) for e in equations)
-        if (
-            previous is not None
-            and not (previous.block or line.block)
-            and (previous.column == line.column and _one_row(previous, line) or previous.equation and line.equation)
-        ):
-            out[-1] = join_words(out[-1], line.text)
-            previous = line
-            continue
-        if previous is not None and (
-            line.column != previous.column
-            or line.y1 > previous.y1
-            or previous.y0 - line.y1 > 0.9 * typical
-            or previous.equation != line.equation
-            or previous.block
-            or line.block
-        ):
-            out.append("")  # a gap taller than a line, the next column, an equation: new paragraph
-        out.append(line.text)
-        previous = line
-    return "\n".join(out).strip()
-
-
-def _figure_text_as_blocks(lines: list[TextLine], figures: Sequence) -> list[TextLine]:
-    """The words inside a figure (axis labels, legends) as one block where the figure is: it spans the
-    columns like the figure, and its labels stay searchable without cutting into the text."""
-    for box in figures:
-        inside = [ln for ln in lines if _inside(ln, box)]
-        if inside:
-            labels = " ".join(ln.text for ln in order_lines(inside))
-            lines = [ln for ln in lines if not _inside(ln, box)]
-            lines.append(TextLine(labels, tuple(box), max(ln.size for ln in inside), block=True))
-    return lines
-
-
-def _flip(box) -> tuple[float, float, float, float]:
-    return (box[0], -box[3], box[2], -box[1])
-
-
-def _inside(line: TextLine, box) -> bool:
-    cx, cy = (line.x0 + line.x1) / 2, (line.y0 + line.y1) / 2
-    return box[0] <= cx <= box[2] and box[1] <= cy <= box[3]
-
-
-def _one_row(a: TextLine, b: TextLine) -> bool:
-    overlap = min(a.y1, b.y1) - max(a.y0, b.y0)
-    return overlap > 0.5 * min(a.height, b.height) and b.x0 >= a.x1 - 1.0
 
 
 class RapidOCREngine:
@@ -165,7 +56,7 @@ class RapidOCREngine:
             "Global.log_level": "error",
             "Det.limit_type": "max",
             "Det.limit_side_len": det_limit_side_len,
-            # one thread per model run: pages run in parallel instead (see ocr_ahead.OCRAhead);
+            # one thread per model run: pages run in parallel instead (see ocr.ahead.OCRAhead);
             # ORT's own threads cost ~35 % more CPU on these small convolutions
             "EngineConfig.onnxruntime.intra_op_num_threads": 1,
             **runtime_params(runtime),  # OpenVINO where it is installed: about 3x as fast
@@ -194,6 +85,10 @@ class RapidOCREngine:
 
     def recognize(self, image: Image.Image) -> str:
         return page_text(self.lines(image), image)
+
+    def recognize_marking(self, image: Image.Image, mark: MarkFormula) -> str:
+        """``recognize``, each display equation's paragraph replaced by ``mark`` (see ``page_text``)."""
+        return page_text(self.lines(image), image, mark=mark)
 
     @stage("ocr_other")
     def lines(self, image: Image.Image) -> list[OCRBox]:
@@ -345,6 +240,10 @@ class PaddleOCREngine:
 
     def recognize(self, image: Image.Image) -> str:
         return page_text(self.lines(image), image)
+
+    def recognize_marking(self, image: Image.Image, mark: MarkFormula) -> str:
+        """``recognize``, each display equation's paragraph replaced by ``mark`` (see ``page_text``)."""
+        return page_text(self.lines(image), image, mark=mark)
 
     def lines(self, image: Image.Image) -> list[OCRBox]:
         import numpy as np
