@@ -321,6 +321,7 @@ class SearchResult:
     latency_ms: float = 0.0
     queries: list[str] = field(default_factory=list)  # the question and its translations, if any
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
+    missing_document: str = ""  # a PDF the question names that no searched document answers to
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -328,6 +329,7 @@ class SearchResult:
             "mode": self.mode,
             "sources": [s.to_dict() for s in self.sources],
             "searched_in": self.searched_in,
+            "missing_document": self.missing_document,
         }
 
 

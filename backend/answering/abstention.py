@@ -11,12 +11,19 @@ ABSTAINED = "abstained"
 
 
 def should_abstain(result: SearchResult, abstain_below: float) -> bool:
-    """Below the threshold, with passages to show (no passage at all already says so on its own)."""
-    return bool(result.sources) and result.confidence < abstain_below
+    """Below the threshold, or asked about a document that is not there (``missing_document``), with
+    passages to show (no passage at all already says so on its own). Abstention off (0) never abstains."""
+    low = result.confidence < abstain_below or bool(result.missing_document and abstain_below > 0)
+    return bool(result.sources) and low
 
 
-def abstention_notice(confidence: float) -> str:
+def abstention_notice(confidence: float, missing_document: str = "") -> str:
     """One line, in English like every notice (the web page shows it in its own language)."""
+    if missing_document:
+        return (
+            f'No document named "{missing_document}" was searched, so the answer to this question is not in '
+            f"your documents (confidence {confidence:.0f}%). The closest passages follow: closest, not an answer."
+        )
     return (
         f"Your documents do not seem to hold the answer to this question (confidence {confidence:.0f}%). "
         "The closest passages follow: closest, not an answer."
@@ -25,7 +32,7 @@ def abstention_notice(confidence: float) -> str:
 
 def abstained_answer(question: str, result: SearchResult, searched_question: str) -> Answer:
     """The closest passages quoted under the abstention notice; mode ``abstained``, no model call."""
-    notice = abstention_notice(result.confidence)
+    notice = abstention_notice(result.confidence, result.missing_document)
     answer = extractive_answer(question, result.sources, result.confidence, notice, searched_question=searched_question)
     answer.mode, answer.abstained, answer.searched_in = ABSTAINED, True, result.searched_in
     return answer

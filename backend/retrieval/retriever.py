@@ -34,7 +34,7 @@ from backend.retrieval.fusion import fuse, fuse_results
 from backend.retrieval.languages import LibraryLanguages
 from backend.retrieval.query_plan import plan
 from backend.retrieval.rerank.ordering import rank
-from backend.retrieval.scope import Catalogs, Scope, narrowed, search_scope, shared_scope
+from backend.retrieval.scope import Catalogs, Scope, named_file, narrowed, search_scope, shared_scope
 from backend.retrieval.term_list import term_list
 from backend.settings import Settings
 from backend.store.base import SearchFilter, VectorStore
@@ -47,6 +47,8 @@ if TYPE_CHECKING:
     from backend.knowledge_bases.registry import Registry
 
 log = logging.getLogger(__name__)
+
+MISSING_DOCUMENT_CONFIDENCE = 2.0  # percent, at most, when the question names a PDF that is not searched
 
 MODES = SEARCH_MODES  # the one list lives in backend.types
 Translator = Callable[[str], Optional[str]]
@@ -115,7 +117,21 @@ class Retriever:
         library = _library(kbs)
         _check(library, question, mode)
         parts = _named_first(self._parts(library, question, docs, exclude, said))
-        return self._search(parts, question.strip(), mode, top)
+        return self._missing_noted(self._search(parts, question.strip(), mode, top), question, parts)
+
+    def _missing_noted(self, result: SearchResult, question: str, parts: Sequence[Part]) -> SearchResult:
+        """A question that names a PDF none of the searched documents answers to asks about one not there."""
+        named = "" if any(part.scope is not None for part in parts) else named_file(question)
+        if named and not any(self._holds(part, named) for part in parts):
+            # what it asks about is in that document, which is not searched: whatever was found is no answer
+            result.missing_document, result.confidence = named, min(result.confidence, MISSING_DOCUMENT_CONFIDENCE)
+        return result
+
+    def _holds(self, part: Part, file: str) -> bool:
+        """Whether a document searched in ``part`` has that file name (a name too short to be found as one)."""
+        catalog = self.catalogs.get(part.kb.collection, part.kb.registry, part.where.exclude_doc_ids or ())
+        wanted = file.casefold()
+        return any(entry.file.casefold() == wanted for entry in catalog)
 
     def search_follow_up(
         self, kbs: OpenKB | Sequence[OpenKB], question: str, rewrite: str, said: str, docs: Sequence[str], top: int
@@ -138,7 +154,7 @@ class Retriever:
         # The rewrite helps follow-ups ("and its energy?") but must not take over: a model that
         # rewrites badly would otherwise decide alone what is found. The user's words weigh more.
         rewritten = self._search([r for p, r in pairs if any(p is k for k in kept)], rewrite.strip(), "rerank", top)
-        return fuse_results(result, rewritten, top)
+        return self._missing_noted(fuse_results(result, rewritten, top), question, kept)
 
     def _parts(
         self, library: list[OpenKB], question: str, docs: Sequence[str], exclude: Sequence[str], said: Optional[str]

@@ -291,6 +291,26 @@ def _rest_of_question(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str,
     return rest, pages
 
 
+_QUOTED_PDF = re.compile(r"[\"“”'‘’「『《]([^\"“”'‘’「」『』《》\n]{1,200}?\.pdf)[\"“”'‘’」』》]", re.IGNORECASE)
+_BARE_PDF = re.compile(r"(?<![\w.\-])([\w.\-]{1,120}\.pdf)\b", re.IGNORECASE)
+
+
+def named_file(question: str) -> str:
+    """A PDF's file name the question gives ("… in the document "1506.05865v4 - LCSTS.pdf"?"), or "": when
+    no document of the library answers to it, the user asks about one that is not there."""
+    text = unicodedata.normalize("NFKC", question)
+    found = _QUOTED_PDF.search(text) or _BARE_PDF.search(text)
+    return " ".join(found.group(1).split()) if found else ""
+
+
+def names_another(file: str, scope: Scope) -> bool:
+    """Whether the file name a question gives carries an arXiv id none of the scoped documents has: its
+    title's words found another document ("… of Dense Graphs" for "… of Streaming Graphs")."""
+    given = {m.group(1) for m in _ARXIV_ID.finditer(file)}
+    scoped = {m.group(1) for name in scope.files for m in _ARXIV_ID.finditer(name)}
+    return bool(given) and not given & scoped
+
+
 def scope_for(question: str, catalog: Sequence[CatalogEntry], chosen: Sequence[str] = ()) -> Optional[Scope]:
     """The scope of a question: the document(s) it names, or, when the user chose documents (``chosen``,
     doc ids), the one(s) of them it names, else all of them with the pages the question names. None:
@@ -367,6 +387,8 @@ def search_scope(
     where = SearchFilter(include_doc_ids=include, exclude_doc_ids=excluded)
     catalog = catalogs.get(kb.collection, kb.registry, excluded)
     scope = scope_for(question, catalog, include or ())
+    if scope is not None and scope.reason == "title" and names_another(named_file(question), scope):
+        scope = None  # the file it names is another one (its id says so): a look-alike title must not narrow
     if scope is not None and said is not None and not _named_by_user(scope, scope_for(said, catalog)):
         scope = None  # the model named that document, not the user: it must not narrow the search
     return where, scope

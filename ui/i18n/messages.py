@@ -101,6 +101,11 @@ _NOTICES_ZH: list[tuple[re.Pattern[str], str]] = [
             "您的文档中似乎没有这个问题的答案（置信度 {a}%）。下面是最接近的段落：只是最接近的内容，并非答案。",
         ),
         (
+            r"^No document named \"(?P<a>.*)\" was searched, so the answer to this question is not in your "
+            r"documents \(confidence (?P<b>\d+)%\)\. The closest passages follow: closest, not an answer\.$",
+            "没有检索到名为“{a}”的文档，因此您的文档中没有这个问题的答案（置信度 {b}%）。下面是最接近的段落：只是最接近的内容，并非答案。",
+        ),
+        (
             r"^No language model is configured, so this answer quotes the most relevant passages\.$",
             "未配置语言模型，因此本回答引用最相关的段落。",
         ),

@@ -50,3 +50,18 @@ def test_without_sources_or_a_threshold_nothing_abstains(tmp_path: Path, fake: F
     assert empty.mode == "extractive" and not empty.abstained  # "no passage matches" says it already
     never = SearchResult(QUESTION, "rerank", 1.0, list(SOURCES))
     assert _final(list(answer_updates(client, QUESTION, never, None, QUESTION, abstain_below=0.0))).mode == "llm"
+
+
+def test_a_question_about_a_document_that_is_not_there_abstains_whatever_the_confidence(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    client = make_client(tmp_path, fake.base_url)
+    result = SearchResult(QUESTION, "rerank", 80.0, list(SOURCES), missing_document="results 1998.pdf")
+    answer = _final(list(answer_updates(client, QUESTION, result, None, QUESTION, abstain_below=15.0)))
+    assert answer.abstained and answer.notice == (
+        'No document named "results 1998.pdf" was searched, so the answer to this question is not in your '
+        "documents (confidence 80%). The closest passages follow: closest, not an answer."
+    )
+    assert fake.chat_requests() == []
+    kept = _final(list(answer_updates(client, QUESTION, result, None, QUESTION, abstain_below=0.0)))
+    assert not kept.abstained and kept.mode == "llm", "abstention turned off: the model answers"

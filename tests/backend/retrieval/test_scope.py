@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 
 from backend.retrieval.rerank.chunk_kinds import asks_for_references, kind_factor
-from backend.retrieval.scope import catalog_entry, find_scope, page_hints, scope_for
+from backend.retrieval.scope import catalog_entry, find_scope, named_file, page_hints, scope_for
 from backend.service import DocLens
 from backend.settings import RerankSettings
 from tests.conftest import SAMPLES, make_settings
@@ -88,6 +88,13 @@ def test_a_title_from_the_first_page_names_a_file_called_anything_when_said_as_a
     ]
     # unframed, the same words may just be the question's subject (and section headings look like titles)
     assert files("What were the ACME Corporation Annual Results 2024 for services?", SCANNED) == []
+
+
+def test_a_pdf_named_in_the_question_is_read_as_given():
+    assert named_file(f'What is the loss, as described in the document "{LCSTS}"?') == LCSTS
+    assert named_file("文档《年报 2023.pdf》中的收入是多少？") == "年报 2023.pdf"
+    assert named_file("see report.pdf, page 3") == "report.pdf"
+    assert named_file("What does the pdfs folder hold?") == "" and named_file("no file named") == ""
 
 
 def test_page_hints():
@@ -270,3 +277,18 @@ def test_every_query_of_a_named_question_stays_in_that_document(service: DocLens
     assert answer.sources and {s.file for s in answer.sources} == {STREAMING}, [
         (s.file, s.page) for s in answer.sources
     ]
+
+
+def test_a_question_about_a_document_not_in_the_library_says_so(service: DocLens):
+    """Issue 30 item 3: a named PDF that no document of the knowledge base answers to (deleted, never
+    uploaded, left out) means the answer is not there either: the answer abstains and says which."""
+    missing = "2403.09999v1 - Spectral Sparsification of Dense Graphs.pdf"
+    result = service.search(KB, f'Who is thanked in the acknowledgments of the document "{missing}"?')
+    assert result.missing_document == missing and result.searched_in == "", "a look-alike title does not narrow"
+    assert result.confidence <= 2.0 and result.to_dict()["missing_document"] == missing
+    answer = service.ask(KB, f'Who is thanked in the acknowledgments of the document "{missing}"?')
+    assert answer.abstained and answer.notice.startswith(f'No document named "{missing}" was searched')
+    named = service.search(KB, f'Who is thanked in the acknowledgments of the document "{STREAMING}"?')
+    assert named.missing_document == "" and named.searched_in == STREAMING
+    left_out = service.search(KB, f'Who is thanked in "{STREAMING}"?', exclude=[STREAMING])
+    assert left_out.missing_document == STREAMING, "a document left out of the search is not there"
