@@ -333,7 +333,7 @@ class KBHandlers:
     def cancel_upload(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Outputs: ingest status, timer. The poll goes on after a cancel, so the job's final result replaces
         the status even if a tick meanwhile stopped it. Only the browser (or login) that started an upload
-        can cancel it."""
+        can cancel it; one resumed at start, whoever may add documents there (``may_cancel``)."""
         lang = lang_of(request)
         job = self.jobs.followed(user_key(request, browser), kb)
         if job is not None and job.running and self.may_cancel(job, request):
