@@ -362,7 +362,8 @@ class DocLens(AuditedChanges, LibraryAccess, InterruptedUploads):
         with self.kbs.deletion_explained(*kbs):
             said = said_by_user(history, question)
             result = self.retriever.search_follow_up(kbs, question, standalone, said, name_list(doc), top)
-        abstain_below, formulas = self.settings.confidence.abstain_below, kept_in(kbs)
+        formulas = kept_in(kbs) if self.settings.ingest.read_formulas else None  # drawn ones read when cited
+        abstain_below = self.settings.confidence.abstain_below
         yield from answer_updates(llm, question, result, history, standalone, abstain_below, formulas)
 
     def _figure_answer(self, kbs: list[OpenKB], llm: LLMClient, question: str, figure_id: str) -> Answer:

@@ -79,7 +79,7 @@ class IngestSettings(_Section):
     extract_tables: bool = True
     detect_vector_charts: bool = True
     layout_model_native: bool = True  # text-layer pages whose column test is unsure: the layout model joins in
-    read_formulas: bool = True  # formulas drawn without text read as LaTeX by the configured vision model
+    read_formulas: bool = True  # formulas without text (drawn, scanned) read as LaTeX by the vision model
     # What one file may cost (issue 11 item 8); each has a named error saying which setting it hit.
     max_page_mm: float = Field(default=1200.0, gt=0)  # longest page side; A0 is 1189 mm
     max_render_mpx: float = Field(default=16.0, gt=0)  # pixels of one page render (OCR, figures), in millions

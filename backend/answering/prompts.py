@@ -28,6 +28,7 @@ Cite the sources for every statement with their numbers in square brackets, like
 Only cite numbers that appear in the sources list.
 If the sources do not contain the answer, say so plainly instead of guessing.
 Keep mathematical formulas in LaTeX exactly as in the sources: $...$ inline and $$...$$ for display.
+"[formula image …, OCR: …]" in a source is a formula only shown as an image, with an OCR reading that is often wrong: never present that reading as the formula; say the formula is on that page of the source.
 Be concise and use Markdown. {language_instruction}"""
 
 CONDENSE_SYSTEM_PROMPT = """Rewrite the user's follow-up question as one standalone question that can be \

@@ -1,8 +1,7 @@
 """Answers end to end through the DocLens facade: real Milvus Lite, the bundled embedder, FakeOpenAI.
 
 One knowledge base is built once for the module from two small sample PDFs. Milvus Lite allows one client
-per store per process: the tests switch the one service between "FakeOpenAI" and "no model" (``reconfigure``).
-"""
+per store per process: the tests switch the one service between "FakeOpenAI" and "no model" (``reconfigure``)."""
 
 from __future__ import annotations
 
@@ -39,8 +38,9 @@ def model_env(base_url: str) -> dict[str, str]:
         "DOCLENS_LLM_API_KEY": API_KEY,
         "DOCLENS_LLM_QPS": "50",  # the shared limiter would space requests 0.5 s apart at the default 2
         "DOCLENS_LLM_MAX_RETRIES": "2",  # keeps the 5xx backoff around a second
-        # Each request counts in these tests: only the tests about expansion turn it on.
+        # Each request counts here: only the expansion tests turn it on, test_service_formulas.py the other.
         "DOCLENS_RETRIEVAL_QUERY_EXPANSION": "false",
+        "DOCLENS_INGEST_READ_FORMULAS": "false",
     }
 
 

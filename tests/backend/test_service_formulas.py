@@ -97,6 +97,6 @@ def test_without_a_model_at_ingest_a_cited_formula_is_read_when_asked(
         fake.reply = default_reply
         service.reconfigure(make_settings(data_dir))
     assert read >= 1 and len(fake.vision_requests()) == read, "each formula is read once, then from its cache"
-    prompt = [r for r in fake.chat_requests() if r.body.get("stream")][0].text()
+    prompt = [r for r in fake.chat_requests() if r.body.get("stream")][0].messages[-1]["content"]  # the sources
     assert f"$$ {LATEX} $$ (2)" in prompt and "[formula image" not in prompt and "OCR:" not in prompt
     assert any(f"$$ {LATEX} $$" in source.text for source in answer.sources), "the sources shown say the same"

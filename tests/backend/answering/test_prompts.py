@@ -19,6 +19,8 @@ def test_build_prompt_numbers_sources_with_file_and_page() -> None:
     assert "[1]" in system and "do not contain the answer" in system.replace("does not", "do not")
     assert "$...$" in system and "$$...$$" in system
     assert "$$E=mc^2$$" in user  # formulas in the sources reach the model untouched
+    # a formula kept only as an image: its OCR reading is not to be passed off as the formula (issue 29)
+    assert '"[formula image …, OCR: …]"' in system and "never present that reading as the formula" in system
 
 
 def test_build_prompt_language_and_history() -> None:
