@@ -112,13 +112,26 @@ def md_literal(name: str) -> str:
 _PARSED_FORMULA = re.compile(r"\$\$ [^$\n]+? \$\$")
 
 
-def document_text(text: str) -> str:
+# A formula kept only as an image, as the parser marks it ("[formula image p1_eq1, OCR: …]").
+_FORMULA_IMAGE = re.compile(r"\[formula image p\d{1,5}_eq\d{1,3}(?:, OCR: ([^\]\n]*))?\]")
+_FORMULA_IMAGE_SHOWN = {
+    "en": ("[formula shown as an image; OCR reads: {ocr}]", "[formula shown as an image]"),
+    "zh": ("［公式为图片；OCR 识别为：{ocr}］", "［公式为图片］"),
+}
+
+
+def document_text(text: str, lang: str = "en") -> str:
     """Quoted document text: literal (``literal_text``), except the display formulas the parser wrote as
-    ``$$ <LaTeX> $$``, which render as math."""
+    ``$$ <LaTeX> $$``, which render as math; a formula kept only as an image says so in ``lang``."""
     pieces: list[str] = []
     position = 0
     for match in _PARSED_FORMULA.finditer(text):
-        pieces += [literal_text(text[position : match.start()]), match.group(0)]
+        pieces += [literal_text(_formula_images_shown(text[position : match.start()], lang)), match.group(0)]
         position = match.end()
-    pieces.append(literal_text(text[position:]))
+    pieces.append(literal_text(_formula_images_shown(text[position:], lang)))
     return "".join(pieces)
+
+
+def _formula_images_shown(text: str, lang: str) -> str:
+    with_ocr, without = _FORMULA_IMAGE_SHOWN.get(lang, _FORMULA_IMAGE_SHOWN["en"])
+    return _FORMULA_IMAGE.sub(lambda m: with_ocr.format(ocr=m.group(1)) if m.group(1) else without, text)

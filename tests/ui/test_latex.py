@@ -81,6 +81,19 @@ def test_parsed_formula_renders_in_quoted_document_text() -> None:
     assert document_text("$$5 and 10$$") == CURRENCY_HTML * 2 + "5 and 10" + CURRENCY_HTML * 2
 
 
+def test_a_formula_kept_as_an_image_is_said_so_in_the_page_s_language() -> None:
+    """The parser's mark ("[formula image p1_eq1, OCR: …]") is no text of the document: the page says what
+    it is, in its own language, and the OCR reading stays literal."""
+    from ui.latex import document_text
+
+    mark = "定义为：[formula image p1_eq1, OCR: H=p$2/2m] (1) and [formula image p1_eq2]"
+    english = document_text(mark)
+    assert "[formula image" not in english and "formula shown as an image; OCR reads: H=p" in english
+    assert f"H=p{CURRENCY_HTML}2/2m" in english and "formula shown as an image" in english.split("(1)")[1]
+    chinese = document_text(mark, "zh")
+    assert "公式为图片；OCR 识别为：H=p" in chinese and chinese.endswith("［公式为图片］")
+
+
 def test_extractive_answer_renders_parsed_formula() -> None:
     from backend.answering.extractive import extractive_answer
     from backend.types import Source

@@ -78,7 +78,7 @@ def sources_message(sources: list[Source], lang: str) -> dict[str, Any]:
     title = text(lang, "Sources ({n})", "来源（{n}）").format(n=len(sources))
     return {
         "role": "assistant",
-        "content": panels.sources_markdown(sources),
+        "content": panels.sources_markdown(sources, lang),
         "metadata": {"title": f"{plain('sources')} {title}", "status": "done"},
     }
 

@@ -130,14 +130,14 @@ def source_name(source: Source, sources: Sequence[Source]) -> str:
     return f"{source.kb}: {source.file}" if several and source.kb else source.file
 
 
-def sources_markdown(sources: Sequence[Source]) -> str:
+def sources_markdown(sources: Sequence[Source], lang: str = "en") -> str:
     """The list shown under a model's answer in the chat: quoted document text, so never math."""
     lines = []
     for index, source in enumerate(sources, 1):
         snippet = " ".join(source.text.split())[:140]
         lines.append(
             f"{index}. **{md_literal(source_name(source, sources))}** · p{source.page} · {source.relevance:.0f}%  \n"
-            f"   <small>{document_text(snippet)}…</small>"
+            f"   <small>{document_text(snippet, lang)}…</small>"
         )
     return "\n".join(lines)
 
@@ -152,7 +152,7 @@ def extractive_markdown(answer: Answer, lang: str, answer_number: int = 0) -> st
         return "\n\n".join(part for part in (notice, none) if part)
     passages = []
     for number, (source, excerpt) in enumerate(zip(answer.sources, answer.excerpts), 1):
-        quoted = "\n".join(f"> {document_text(line)}" if line.strip() else ">" for line in excerpt.splitlines())
+        quoted = "\n".join(f"> {document_text(line, lang)}" if line.strip() else ">" for line in excerpt.splitlines())
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
         passages.append(
             f"**{cite(number, answer_number)} {md_literal(source.file)} · p{source.page}** · {relevance}\n{quoted}"

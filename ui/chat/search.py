@@ -37,7 +37,9 @@ def search_markdown(result: SearchResult, lang: str, answer_number: int) -> str:
     passages = [head]
     for number, source in enumerate(result.sources, 1):
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
-        quoted = "\n".join(f"> {document_text(line)}" if line.strip() else ">" for line in source.text.splitlines())
+        quoted = "\n".join(
+            f"> {document_text(line, lang)}" if line.strip() else ">" for line in source.text.splitlines()
+        )
         passages.append(
             f"**{panels.cite(number, answer_number)} {md_literal(source.file)} · p{source.page}** · {relevance}\n{quoted}"
         )
