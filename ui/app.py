@@ -378,19 +378,17 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
 
 
 def resume_uploads_later(service: DocLens, jobs: UploadJobs) -> None:
-    """Uploads a kill or a restart cut short go on by themselves, after the first page is drawn (as the
-    models: MODEL_DELAY_S), from the pages they had read; their KB's page shows their progress, and each
-    shows up in its KB once it is complete."""
+    """Uploads a kill or a restart cut short go on by themselves, from the pages they had read, after the
+    first page is drawn (as the models: MODEL_DELAY_S). Their jobs are there at once, so a page opened
+    meanwhile shows them queued and follows them; each shows up in its KB once it is complete."""
 
     def resume() -> None:
         try:
-            resume_interrupted(service, jobs)
+            resume_interrupted(service, jobs, delay=MODEL_DELAY_S)
         except Exception:
             log.exception("could not resume the interrupted uploads")
 
-    later = threading.Timer(MODEL_DELAY_S, resume)
-    later.daemon = True
-    later.start()
+    threading.Thread(target=resume, name="doclens-resume-uploads", daemon=True).start()
 
 
 def stop_on_sigterm() -> None:

@@ -190,11 +190,13 @@ class UploadJobs:
                 del self._jobs[key]
 
 
-def resume_interrupted(service: DocLens, jobs: UploadJobs) -> list[UploadJob]:
+def resume_interrupted(service: DocLens, jobs: UploadJobs, delay: float = 0.0) -> list[UploadJob]:
     """The uploads a kill or a restart cut short, each knowledge base's as one job that every page on it
-    follows (progress, pages/s, time left, Cancel), going on from the pages they had read."""
+    follows (progress, pages/s, time left, Cancel), going on from the pages they had read. ``delay``:
+    seconds each waits first (shown as queued meanwhile; a cancel ends the wait)."""
 
     def resume(kb: str, _paths: list[Path], *, display_names: Sequence[str], who: str, **options) -> list:
+        options["cancel"].wait(delay)
         results = service.resume_interrupted(kb=kb, **options)
         for result in results:
             log.info("interrupted upload resumed: %s", result.error or f"{result.file} {result.status}")
