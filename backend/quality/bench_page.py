@@ -228,7 +228,12 @@ def reload_mid_upload(page: Any, upload: Path) -> float:
     page.reload()
     page.get_by_role("tab", name="Knowledge base").click()
     log.debug("bench-page: the tabs back after %.2f s", time.perf_counter() - started)
-    page.locator("#ingest-status .dl-progress").wait_for()
+    # the progress, or (an upload too short for the reload) how it ended: said, not waited for in vain
+    page.locator("#ingest-status .dl-progress, #ingest-status table").first.wait_for()
+    if not page.locator("#ingest-status .dl-progress").count():
+        raise DocLensError(
+            f"bench-page: {upload.name} was indexed before the reloaded page came back; use a longer file"
+        )
     felt = time.perf_counter() - started
     page.locator("#upload-cancel").click()
     page.wait_for_function("() => !document.querySelector('#ingest-status .dl-progress')")

@@ -26,7 +26,8 @@ def file_names(settings, folder: Path) -> list[str]:
 def test_the_three_waits_are_timed_and_the_library_stays_as_it_was(tmp_path: Path) -> None:
     skip_without_chromium()
     settings = make_settings(tmp_path / "data")
-    pages = [[f"Page {n}: the keeper measured the tide at dawn and at dusk."] for n in range(4)]
+    # long enough to outlive the reload on a loaded machine (4 pages once ended first in CI)
+    pages = [[f"Page {n}: the keeper measured the tide at dawn and at dusk."] for n in range(12)]
     upload = write_scanned_pdf(tmp_path / "tide-log.pdf", pages)
     report = run(settings, 20, 1, upload)
     [timed] = report["runs"]
