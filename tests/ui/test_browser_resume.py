@@ -12,8 +12,8 @@ import pytest
 
 from backend.service import DocLens
 from backend.types import ProgressEvent
-from tests.backend.ingestion.support import LAYOUT
 from tests.conftest import make_settings
+from tests.support.text_pdf import write_scanned_pdf
 from tests.ui.browser_support import DOC_ROWS, INGEST_TIMEOUT_MS, open_tab, skip_without_chromium
 from tests.ui.conftest import ARTIFACTS, running_app
 
@@ -25,7 +25,11 @@ KB = "Default"
 
 
 def _cut_short(data_dir: Path) -> None:
-    """A 20-page scan whose upload stopped (Ctrl-C) at OCR page 3: two pages and the original are kept."""
+    """A 12-page scan of one line a page (light: other browser tests run beside it) whose upload stopped
+    (Ctrl-C) at OCR page 3: two pages and the original are kept."""
+    scan = write_scanned_pdf(
+        data_dir.parent / "book.pdf", [[f"Page {n}: the keeper logged the tide."] for n in range(12)]
+    )
 
     def stop_at_page_3(event: ProgressEvent) -> None:
         if event.stage == "ocr" and event.current == 3:
@@ -34,7 +38,7 @@ def _cut_short(data_dir: Path) -> None:
     with DocLens(make_settings(data_dir)) as service:
         service.create_kb(KB)
         with pytest.raises(KeyboardInterrupt):
-            service.ingest(KB, [LAYOUT / "scanned_zh_en_20p.pdf"], progress=stop_at_page_3, display_names=[BOOK])
+            service.ingest(KB, [scan], progress=stop_at_page_3, display_names=[BOOK])
         assert service.interrupted_uploads() == {KB: [BOOK]}
 
 
@@ -46,7 +50,7 @@ def test_an_upload_cut_short_goes_on_at_the_next_start_with_its_bar(tmp_path: Pa
         page.goto(app.url)
         open_tab(page, "Knowledge base")
         page.wait_for_function(
-            "() => /OCR page \\d+ of 20 .* pages\\/s/.test(document.querySelector('#ingest-status')?.innerText || '')",
+            "() => /OCR page \\d+ of 12 .* pages\\/s/.test(document.querySelector('#ingest-status')?.innerText || '')",
             timeout=INGEST_TIMEOUT_MS,
         )
         bar = page.locator("#ingest-status").inner_text()
@@ -60,4 +64,4 @@ def test_an_upload_cut_short_goes_on_at_the_next_start_with_its_bar(tmp_path: Pa
         )
         status = page.locator("#ingest-status").inner_text()
         assert BOOK in status and "indexed" in status and "Resuming" not in status, status
-        assert "resuming after page 2 of 20" in app.log_path.read_text(encoding="utf-8")
+        assert "resuming after page 2 of 12" in app.log_path.read_text(encoding="utf-8")
