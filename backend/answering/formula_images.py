@@ -17,6 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
+from backend.documents.equations import FORMULA_IMAGE_MARK, MAX_MARKED_OCR
 from backend.errors import LLMError
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.types import Source
@@ -27,12 +28,13 @@ if TYPE_CHECKING:  # the OpenAI SDK: imported by the client when a model is used
 log = logging.getLogger(__name__)
 
 # the key is ours (``DrawnFormula.key``); a PDF's own text could imitate the mark, so it is matched strictly
-FORMULA_MARK = re.compile(r"\[formula image (p\d{1,5}_eq\d{1,3})(?:, OCR: [^\]\n]{0,400})?\]")
 FORMULA_KEY = re.compile(r"p\d{1,5}_eq\d{1,3}")
+FORMULA_MARK = re.compile(
+    re.escape(FORMULA_IMAGE_MARK) + f"({FORMULA_KEY.pattern})(?:, OCR: [^\\]\\n]{{0,{MAX_MARKED_OCR}}})?\\]"
+)
 DOC_ID = re.compile(r"[0-9A-Za-z_-]{1,80}")  # a path part, never ".." or a separator
 MAX_READ_PER_QUESTION = 4  # vision calls for formulas not read before; the rest keep their OCR reading
 MAX_READ_PER_DOCUMENT = 60  # at ingest (``ingest.read_formulas``): the rest are read when cited
-FORMULA_MARK_START = "[formula image "
 MAX_LATEX_CHARS = 600  # a longer reply is not one formula
 READ_PROMPT = (
     "This image shows one mathematical formula from a document. Write it in LaTeX exactly as shown, "
@@ -76,7 +78,7 @@ class FormulaReader:
 
     def read(self, text: str, image_of: Callable[[str], Optional[Path]]) -> str:
         """``text`` with each mark whose image reads as a formula replaced by ``$$ LaTeX $$``."""
-        if FORMULA_MARK_START not in text:
+        if FORMULA_IMAGE_MARK not in text:
             return text
 
         def latex_for(match: re.Match[str]) -> str:
@@ -124,6 +126,6 @@ def clean_latex(reply: str) -> Optional[str]:
             latex = latex[len(start) : -len(end)].strip()
             break
     latex = " ".join(latex.split())
-    if not latex or len(latex) > MAX_LATEX_CHARS or "$" in latex or "[formula image" in latex:
+    if not latex or len(latex) > MAX_LATEX_CHARS or "$" in latex or FORMULA_IMAGE_MARK in latex:
         return None
     return None if _PROSE.search(latex) or _CJK_RUN.search(latex) else latex

@@ -100,7 +100,7 @@ def _ocr_file(path: Path, pages: Sequence[int], settings: Settings, engine) -> d
     ahead = OCRAhead(engine, render, pages, formulas=False)  # the engine's own reading
     try:
         with PDFIUM_LOCK:  # as parsing holds it: OCRAhead lets go of it while it waits
-            return {index: ahead.text(index) for index in pages}
+            return {index: ahead.page(index).text for index in pages}
     finally:
         ahead.close()
         with PDFIUM_LOCK:

@@ -49,9 +49,6 @@ class OCRAhead:
             self._submit(self._queue.pop(0))
         return _wait_without_pdfium_lock(self._futures.pop(index))
 
-    def text(self, index: int) -> str:
-        return self.page(index).text
-
     def _submit(self, index: int) -> None:
         self._futures[index] = self._pool.submit(carrying_file(self._read), index, self._render(index))
 
