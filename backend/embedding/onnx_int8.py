@@ -30,7 +30,7 @@ from backend.cpu import usable_cpus
 from backend.embedding.base import E5_PROMPTS, BatchedEmbedder, Kind, log_loaded
 from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled import bundled_folder_and_length
-from backend.embedding.fast_tokens import FastTokenizer, mean_pooled
+from backend.embedding.fast_tokens import mean_pooled, tokenizer_for
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -231,7 +231,7 @@ class OnnxInt8Runner:
             self.session = ort.InferenceSession(str(folder / MODEL_FILE), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 - onnxruntime raises its own exception types
             raise EmbeddingError(f"int8 embedding model in {folder} could not be loaded: {exc}") from exc
-        self.tokens = FastTokenizer(tokenizer_dir, max_seq_length, PAD_TO_MULTIPLE)
+        self.tokens = tokenizer_for(tokenizer_dir, max_seq_length, PAD_TO_MULTIPLE)
         self.threads = threads
         self.dim = int(self.session.get_outputs()[0].shape[-1])
 

@@ -197,12 +197,13 @@ def test_every_padded_length_stays_close_to_float32(int8: Embedder, f32: Embedde
 
 def test_int8_loads_without_torch_and_keeps_the_word_table_int8(tmp_path: Path) -> None:
     """An ingest holds this model and the OCR at once: transformers' tokenizer wrapper imported torch
-    (~0.4 GB) and the compiled model unpacked the 250,037-row table to float32 (~0.4 GB)."""
+    (~0.4 GB), the compiled model unpacked the 250,037-row table to float32 (~0.4 GB), and the tokenizers
+    library held the vocabulary in 278 MB where sentencepiece takes 49."""
     script = (
         "import os, sys; from backend.embedding import create_embedder; from tests.conftest import make_settings; "
         "from pathlib import Path; e = create_embedder(make_settings(Path(os.environ['DATA']), "
         "DOCLENS_EMBEDDING_DTYPE='int8', DOCLENS_EMBEDDING_INT8_RUNTIME='openvino')); e.embed_passages(['x', 'y']); "
-        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules)); "
+        "print(sorted(m for m in ('torch', 'transformers', 'sentence_transformers', 'tokenizers') if m in sys.modules)); "
         "print(e.runner.table.weights.dtype, [i.get_any_name() for i in e.runner.model.inputs])"
     )
     env = dict(os.environ, DATA=str(tmp_path / "data"))
