@@ -126,12 +126,13 @@ def document_text(text: str, lang: str = "en") -> str:
     pieces: list[str] = []
     position = 0
     for match in _PARSED_FORMULA.finditer(text):
-        pieces += [literal_text(_formula_images_shown(text[position : match.start()], lang)), match.group(0)]
+        pieces += [literal_text(formula_images_shown(text[position : match.start()], lang)), match.group(0)]
         position = match.end()
-    pieces.append(literal_text(_formula_images_shown(text[position:], lang)))
+    pieces.append(literal_text(formula_images_shown(text[position:], lang)))
     return "".join(pieces)
 
 
-def _formula_images_shown(text: str, lang: str) -> str:
+def formula_images_shown(text: str, lang: str) -> str:
+    """The parser's mark of a formula kept as an image, in words of ``lang`` (the page and the export)."""
     with_ocr, without = _FORMULA_IMAGE_SHOWN.get(lang, _FORMULA_IMAGE_SHOWN["en"])
     return _FORMULA_IMAGE.sub(lambda m: with_ocr.format(ocr=m.group(1)) if m.group(1) else without, text)

@@ -13,6 +13,7 @@ import gradio as gr
 
 from ui.common import hide_if_shown
 from ui.i18n.strings import label, lang_of, text
+from ui.latex import formula_images_shown
 from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger(__name__)
@@ -22,8 +23,10 @@ EXPORT_NAME = "doclens-conversation.md"
 MAX_EXPORT_CHARS = 2_000_000  # a conversation longer than this is cut, saying so
 
 
-def quoted(passage: str) -> str:
-    return "\n".join(f"> {line}" if line.strip() else ">" for line in passage.strip().splitlines())
+def quoted(passage: str, lang: str = "en") -> str:
+    """A passage as a Markdown quote; a formula kept as an image says so in ``lang``, not in the parser's mark."""
+    lines = formula_images_shown(passage, lang).strip().splitlines()
+    return "\n".join(f"> {line}" if line.strip() else ">" for line in lines)
 
 
 def citations(sources: list[dict[str, Any]], lang: str) -> list[str]:
@@ -31,7 +34,7 @@ def citations(sources: list[dict[str, Any]], lang: str) -> list[str]:
     for number, source in enumerate(sources, 1):
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=float(source.get("relevance", 0)))
         lines += [f"[{number}] {source.get('file', '')}, p{source.get('page', '')} ({relevance})", ""]
-        lines += [quoted(str(source.get("text", ""))), ""]
+        lines += [quoted(str(source.get("text", "")), lang), ""]
     return lines
 
 

@@ -24,3 +24,18 @@ def test_answers_and_searches_keep_their_order_confidence_and_citations() -> Non
     assert "## 1. 什么" not in conversation_markdown("physics", turns, [first], "zh") and "置信度：64%" in (
         conversation_markdown("physics", turns, [first], "zh")
     )
+
+
+def test_a_formula_kept_as_an_image_reads_in_the_page_s_language_not_as_the_parser_s_mark() -> None:
+    turns = [{"role": "user", "content": "E0?"}, {"role": "assistant", "content": "See [1]."}]
+    source = {
+        "file": "a.pdf",
+        "page": 1,
+        "text": "Ground state [formula image p1_eq2, OCR: E0=hω] (3)",
+        "relevance": 80,
+    }
+    chinese = conversation_markdown("physics", turns, [[{**source, "confidence": 80}]], "zh")
+    english = conversation_markdown("physics", turns, [[{**source, "confidence": 80}]], "en")
+    assert "> Ground state ［公式为图片；OCR 识别为：E0=hω］ (3)" in chinese
+    assert "> Ground state [formula shown as an image; OCR reads: E0=hω] (3)" in english
+    assert "[formula image" not in chinese + english
