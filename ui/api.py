@@ -86,8 +86,8 @@ def register_streaming_api(service: DocLens) -> None:
         kb: Union[str, list[str]], question: str, doc: Union[str, list[str]] = "", request: gr.Request = None
     ) -> Iterator[dict]:  # type: ignore[assignment]
         """As /ask, streamed (iterate ``client.submit(...)``): first {"sources": [...], "confidence": n},
-        found before the model writes; then {"delta": text} as the answer arrives; last {"answer": {...}},
-        what /ask returns."""
+        found before the model writes (again, once a formula kept as an image in them is read as LaTeX); then
+        {"delta": text} as the answer arrives; last {"answer": {...}}, what /ask returns."""
         updates = _call(service.ask_stream, kb, question, doc=doc or None, who=actor(request))
         while (update := _call(next, updates, None)) is not None:
             if update.done and update.answer is not None:

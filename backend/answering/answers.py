@@ -84,15 +84,19 @@ def answer_updates(
     """The updates of a question about the text: the sources found, each delta, then the final answer, which
     says where the search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking
     the model. ``formula_image``: where a source's drawn formulas are kept, read as LaTeX before the model
-    gets them (``formula_images``)."""
+    gets them (``formula_images``); the sources come again once any is read."""
     abstains = should_abstain(result, abstain_below)
-    if formula_image is not None and llm is not None and llm.configured and not abstains:
-        given = llm.settings.llm.context_sources
-        result.sources = with_formulas_read(llm, result.sources[:given], formula_image) + result.sources[given:]
     yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
     if abstains:
         yield from whole_answer_updates(abstained_answer(question, result, searched_question))
         return
+    if formula_image is not None and llm is not None and llm.configured:
+        # after the sources are shown: reading a few formula images takes a vision call each
+        given = llm.settings.llm.context_sources
+        read = with_formulas_read(llm, result.sources[:given], formula_image)
+        if any(a is not b for a, b in zip(read, result.sources)):
+            result.sources = read + result.sources[given:]
+            yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
     for update in answer_stream(
         llm, question, result.sources, result.confidence, history=history, searched_question=searched_question
     ):

@@ -100,3 +100,27 @@ def test_without_a_model_at_ingest_a_cited_formula_is_read_when_asked(
     prompt = [r for r in fake.chat_requests() if r.body.get("stream")][0].messages[-1]["content"]  # the sources
     assert f"$$ {LATEX} $$ (2)" in prompt and "[formula image" not in prompt and "OCR:" not in prompt
     assert any(f"$$ {LATEX} $$" in source.text for source in answer.sources), "the sources shown say the same"
+
+
+def test_the_sources_are_shown_before_their_formulas_are_read_and_again_once_read(
+    service: DocLens, data_dir: Path, fake: FakeOpenAI
+):
+    """Reading a formula image is a vision call (up to four a question): the sources must not wait for it."""
+    service.create_kb("sources first")
+    [result] = service.ingest("sources first", [SAMPLES / PHYSICS])
+    assert result.status == "indexed"
+    fake.reset()
+    fake.reply = reads_formulas
+    service.reconfigure(make_settings(data_dir, **model_env(fake.base_url)))
+    try:
+        updates = service.ask_stream("sources first", QUESTION)
+        first = next(updates)
+        asked_before_the_sources = len(fake.vision_requests())
+        rest = list(updates)
+    finally:
+        fake.reply = default_reply
+        service.reconfigure(make_settings(data_dir))
+    assert first.sources and any("[formula image" in source.text for source in first.sources)
+    assert asked_before_the_sources == 0
+    [again] = [update for update in rest if update.sources is not None]
+    assert any(f"$$ {LATEX} $$" in source.text for source in again.sources) and rest[-1].done
