@@ -3,7 +3,7 @@
 ``tokenizers`` keeps XLM-R's 250,002-piece unigram vocabulary as a trie of hash maps: 278 MB resident, the
 largest single part of an ingest's peak after the OCR. sentencepiece holds the same pieces in a double
 array: 49 MB, loaded in 0.3 s. The model is converted once from the folder's ``tokenizer.json`` (the pieces,
-their scores and the normaliser's precompiled map) into ``<folder>-sentencepiece/tokenizer.model``.
+their scores and the normaliser's precompiled map) into ``<folder>-sentencepiece-<hash>/tokenizer.model``.
 
 Measured on 5,520 texts of the bench PDFs and questions: the same ids for every one. A special token's
 spelling in a text ("<s>", "<mask>") is that token to ``tokenizers``; it is split out here the same way
@@ -13,6 +13,7 @@ spelling in a text ("<s>", "<mask>") is that token to ``tokenizers``; it is spli
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import re
@@ -107,7 +108,12 @@ def sentencepiece_tokens(model_dir: Path, max_seq_length: int, pad_to_multiple: 
         import sentencepiece  # noqa: F401 - only whether it is there
     except ImportError:
         return None
-    target = model_dir.parent / f"{model_dir.name}{SUFFIX}"
+    try:
+        # named by the tokenizer it came from: a folder rebuilt with another tokenizer gets its own
+        digest = hashlib.sha256((model_dir / "tokenizer.json").read_bytes()).hexdigest()[:12]
+    except OSError:
+        return None
+    target = model_dir.parent / f"{model_dir.name}{SUFFIX}-{digest}"
     try:
         folder = build_once(target, MARKER, lambda work: _build_into(work, model_dir), "sentencepiece tokenizer")
     except EmbeddingError as exc:

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from backend.embedding import Embedder, create_embedder
+from backend.embedding.builds import TMP_PREFIX
 from tests.conftest import make_settings
 
 # Passages of the kinds PDFs hold, in both languages: prose, a table, a formula, one character.
@@ -29,3 +30,9 @@ def batched_and_alone(data_dir: Path, reference: Embedder, texts: list[str], bat
     assert calls == [(end, len(texts)) for end in ends]
     one_by_one = np.vstack([reference.embed_passages([text]) for text in texts])
     return float(np.sum(batched * one_by_one, axis=1).min())
+
+
+def left_behind(cache: Path, folder: Path) -> list[Path]:
+    """Temporary build folders of ``folder`` left in ``cache``: its own (``mkdtemp``'s eight random characters
+    after its name), not another model's build that a test beside it runs meanwhile."""
+    return list(cache.glob(f"{TMP_PREFIX}{folder.name}-" + "?" * 8))

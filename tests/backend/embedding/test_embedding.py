@@ -17,6 +17,7 @@ from backend.embedding import DEFAULT_BUNDLED, Embedder, clean_text, create_embe
 from backend.embedding.bundled import BUILD_MARKER, bundled_model_dir, ensure_bundled_model
 from backend.errors import EmbeddingError
 from tests.backend.documents.pdf_fixtures import write_math_italic_pdf
+from tests.backend.embedding.conftest import left_behind
 from tests.conftest import MODEL_CACHE, make_settings
 from tests.support.fake_openai import FakeOpenAI, RecordedRequest, embedding_for
 
@@ -91,7 +92,7 @@ def test_bundled_model_is_built_into_the_cache_and_loads_offline(f32: Embedder) 
     assert (folder / BUILD_MARKER).is_file() and (folder / "model.safetensors").is_file()
     st_config = json.loads((folder / "config_sentence_transformers.json").read_text())
     assert st_config["prompts"]["query"] == "query: " and st_config["prompts"]["passage"] == "passage: "
-    assert not list(MODEL_CACHE.glob(".building-*")), "a temporary build folder was left behind"
+    assert not left_behind(MODEL_CACHE, folder), "a temporary build folder was left behind"
     _assert_unit_rows(f32.embed_passages(ZH_PASSAGES), len(ZH_PASSAGES), 384)
     _assert_unit_rows(f32.embed_queries([ZH_QUERY]), 1, 384)
 

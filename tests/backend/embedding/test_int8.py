@@ -25,7 +25,7 @@ from backend.embedding.int8 import (
     int8_model_dir,
 )
 from backend.errors import EmbeddingError
-from tests.backend.embedding.conftest import TEXTS, batched_and_alone
+from tests.backend.embedding.conftest import TEXTS, batched_and_alone, left_behind
 from tests.conftest import MODEL_CACHE, REPO_ROOT, make_settings
 
 QUERY = "长城有多长？"
@@ -51,7 +51,7 @@ def test_int8_model_is_built_once_next_to_the_bundled_model(int8: Embedder) -> N
     assert int8.model_id == "bundled:multilingual-e5-small" and int8.dim == 384
     folder = int8_model_dir(bundled_model_dir(MODEL_CACHE))
     assert (folder / INT8_MARKER).is_file() and (folder / WEIGHTS_FILE).stat().st_size > 100_000_000
-    assert not list(MODEL_CACHE.glob(f"{TMP_PREFIX}*")), "a temporary build folder was left behind"
+    assert not left_behind(MODEL_CACHE, folder), "a temporary build folder was left behind"
     built = (folder / MODEL_FILE).stat().st_ino
     assert ensure_int8_model(bundled_model_dir(MODEL_CACHE), PROMPTS) == folder
     assert (folder / MODEL_FILE).stat().st_ino == built  # reused, not rebuilt

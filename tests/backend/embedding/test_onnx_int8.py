@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from backend.embedding import Embedder, create_embedder, resolve_dtype
-from backend.embedding.builds import TMP_PREFIX
 from backend.embedding.bundled import bundled_model_dir
 from backend.embedding.factory import resolve_int8_runtime
 from backend.embedding.int8 import cpu_supports_int8
@@ -26,7 +25,7 @@ from backend.embedding.onnx_int8 import (
 from backend.embedding.preparation import build_plan
 from backend.errors import EmbeddingError
 from tests.backend.embedding.conftest import TEXTS as SHARED_TEXTS
-from tests.backend.embedding.conftest import batched_and_alone
+from tests.backend.embedding.conftest import batched_and_alone, left_behind
 from tests.conftest import MODEL_CACHE, make_settings
 
 # Real texts with the odd ones added: full-width forms, a URL, an emoji and a text longer than the model reads.
@@ -59,7 +58,7 @@ def test_the_model_is_built_once_next_to_the_bundled_model(ort: Embedder) -> Non
     folder = ort_model_dir(bundled_model_dir(MODEL_CACHE))
     assert "-ort1." in folder.name  # a new runtime builds its own
     assert (folder / ORT_MARKER).is_file() and (folder / WEIGHTS_FILE).stat().st_size > 100_000_000
-    assert not list(MODEL_CACHE.glob(f"{TMP_PREFIX}*")), "a temporary build folder was left behind"
+    assert not left_behind(MODEL_CACHE, folder), "a temporary build folder was left behind"
     built = (folder / MODEL_FILE).stat().st_ino
     assert ensure_ort_model(bundled_model_dir(MODEL_CACHE)) == folder
     assert (folder / MODEL_FILE).stat().st_ino == built  # reused, not rebuilt

@@ -78,3 +78,13 @@ def test_the_bundled_tokenizer_gives_the_ids_and_masks_tokenizers_gives(settings
     (ids, mask), (expected_ids, expected_mask) = fast.tokenize(TEXTS), reference.tokenize(TEXTS)
     assert np.array_equal(ids, expected_ids) and np.array_equal(mask, expected_mask)
     assert ids.shape[1] == 512  # the long text cut to the model's length, <s> and </s> kept
+
+
+def test_a_folder_whose_tokenizer_changed_is_converted_again(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for rules, expected in (({ord("Ａ"): "A"}, "A"), ({ord("Ａ"): "c"}, "c")):
+        (folder / "tokenizer.json").write_text(json.dumps(_tokenizers_json(rules)), encoding="utf-8")
+        tokens = tokenizer_for(folder, 16, 8)
+        assert isinstance(tokens, SentencePieceTokens)
+        assert tokens.processor.id_to_piece(tokens.encode(["Ａ"])[0]) == [METASPACE, expected]
