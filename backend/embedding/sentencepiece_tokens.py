@@ -157,13 +157,14 @@ def sentencepiece_model(tokenizer: dict[str, Any]) -> Optional[bytes]:
     vocab = model.get("vocab") or []
     ids = {piece: i for i, (piece, _) in enumerate(vocab)}
     specials = {t["content"] for t in tokenizer.get("added_tokens") or [] if t.get("special")}
+    unk = model.get("unk_id")
     if (
         charsmap is None
+        or unk is None
         or not _metaspace_words(tokenizer.get("pre_tokenizer"))
         or not {"<s>", "</s>", "<pad>"} <= ids.keys()
     ):
         return None
-    unk = model.get("unk_id")
     proto = pb.ModelProto()
     for i, (piece, score) in enumerate(vocab):
         entry = proto.pieces.add(piece=piece, score=float(score))

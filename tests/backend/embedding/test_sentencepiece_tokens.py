@@ -67,6 +67,7 @@ def test_a_tokenizer_sentencepiece_cannot_run_stays_on_tokenizers(tmp_path: Path
     unigram = _tokenizers_json({0x01: " "})
     assert sentencepiece_model(unigram) is not None
     assert sentencepiece_model({**unigram, "normalizer": None}) is None
+    assert sentencepiece_model({**unigram, "model": {**unigram["model"], "unk_id": None}}) is None
     assert sentencepiece_model({**unigram, "pre_tokenizer": unigram["pre_tokenizer"]["pretokenizers"][1]}) is None
 
 
