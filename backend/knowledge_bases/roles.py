@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Optional
 
 from backend.errors import DocLensError
-from backend.knowledge_bases.audit import CLI, LOCAL, RESUME, RETENTION
+from backend.knowledge_bases.audit import CLI, LOCAL, MACHINE_ACTORS, RESUME, RETENTION
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,11 @@ class Roles:
 
     def configure(self, logins: Optional[list[str]], admin: str, enforced: Optional[bool] = None) -> None:
         """The web app's logins: with any, roles are enforced on every call (``enforced`` False: the command
-        line, which may do everything but names only real logins in a share)."""
+        line, which may do everything but names only real logins in a share). A login named as DocLens's own
+        user is refused here too, whatever let it through: some of those names may do everything."""
+        taken = sorted({name for name in logins or [] if name.strip().lower() in MACHINE_ACTORS})
+        if taken:
+            raise AccessDenied(f"login '{taken[0]}' is reserved for DocLens itself; choose another user name")
         self.enforced = bool(logins) if enforced is None else enforced
         self.logins = set(logins or [])
         self.admin = admin or ""

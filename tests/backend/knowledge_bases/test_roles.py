@@ -127,3 +127,12 @@ def test_without_logins_one_user_may_do_everything(fresh_service: DocLens) -> No
     assert fresh_service.role("mine", "local") == "owner"
     assert [kb.name for kb in fresh_service.list_kbs()] == ["mine"]
     fresh_service.delete_kb("mine")
+
+
+def test_the_roles_refuse_a_login_named_as_doclens_s_own_user(fresh_service: DocLens) -> None:
+    """The web app refuses such logins when it starts (ui/access); the roles do not rely on it: "cli" and
+    "resume" may do everything by name."""
+    for name in ("cli", "Resume", "local"):
+        with pytest.raises(AccessDenied, match="reserved"):
+            fresh_service.roles.configure(["alice", name], "alice")
+    assert not fresh_service.roles.enforced  # nothing was configured
