@@ -17,6 +17,7 @@ import hashlib
 import json
 import logging
 import re
+import shutil
 import struct
 from pathlib import Path
 from typing import Any, Optional
@@ -119,10 +120,18 @@ def sentencepiece_tokens(model_dir: Path, max_seq_length: int, pad_to_multiple: 
     except EmbeddingError as exc:
         log.warning("%s; the tokenizers library reads the vocabulary instead", exc)
         return None
+    _remove_older(model_dir, target)
     if not (folder / MODEL_FILE).is_file():  # the tokenizer is not one sentencepiece runs
         return None
     specials = json.loads((folder / MARKER).read_text(encoding="utf-8"))["specials"]
     return SentencePieceTokens(folder / MODEL_FILE, max_seq_length, pad_to_multiple, specials)
+
+
+def _remove_older(model_dir: Path, current: Path) -> None:
+    """Conversions of the folder's earlier tokenizers (a process still using one has read it whole)."""
+    for folder in model_dir.parent.glob(f"{model_dir.name}{SUFFIX}-*"):
+        if folder != current and (folder / MARKER).is_file():
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _build_into(work: Path, model_dir: Path) -> Path:

@@ -89,3 +89,4 @@ def test_a_folder_whose_tokenizer_changed_is_converted_again(tmp_path: Path) -> 
         tokens = tokenizer_for(folder, 16, 8)
         assert isinstance(tokens, SentencePieceTokens)
         assert tokens.processor.id_to_piece(tokens.encode(["Ａ"])[0]) == [METASPACE, expected]
+    assert len(list(tmp_path.glob("model-sentencepiece-*"))) == 1, "the first conversion was removed"
