@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Collection, Iterator, Optional, Sequence
 
 from backend import text
+from backend.documents.equations import FORMULA_IMAGE  # noqa: F401 - the page words the parser's mark (ui.latex)
 from backend.embedding.preparation import (  # noqa: F401 - the CLI's bar and the page's banner
     READY_STEP,
     START_STEP,

@@ -12,6 +12,8 @@ from __future__ import annotations
 import html
 import re
 
+from backend.service import FORMULA_IMAGE
+
 LATEX_DELIMITERS: list[dict[str, str | bool]] = [
     {"left": "$$", "right": "$$", "display": True},
     {"left": "\\[", "right": "\\]", "display": True},
@@ -112,8 +114,7 @@ def md_literal(name: str) -> str:
 _PARSED_FORMULA = re.compile(r"\$\$ [^$\n]+? \$\$")
 
 
-# A formula kept only as an image, as the parser marks it ("[formula image p1_eq1, OCR: …]").
-_FORMULA_IMAGE = re.compile(r"\[formula image p\d{1,5}_eq\d{1,3}(?:, OCR: ([^\]\n]*))?\]")
+# A formula kept only as an image, as the parser marks it ("[formula image p1_eq1, OCR: …]"): FORMULA_IMAGE.
 _FORMULA_IMAGE_SHOWN = {
     "en": ("[formula shown as an image; OCR reads: {ocr}]", "[formula shown as an image]"),
     "zh": ("［公式为图片；OCR 识别为：{ocr}］", "［公式为图片］"),
@@ -135,4 +136,4 @@ def document_text(text: str, lang: str = "en") -> str:
 def formula_images_shown(text: str, lang: str) -> str:
     """The parser's mark of a formula kept as an image, in words of ``lang`` (the page and the export)."""
     with_ocr, without = _FORMULA_IMAGE_SHOWN.get(lang, _FORMULA_IMAGE_SHOWN["en"])
-    return _FORMULA_IMAGE.sub(lambda m: with_ocr.format(ocr=m.group(1)) if m.group(1) else without, text)
+    return FORMULA_IMAGE.sub(lambda m: with_ocr.format(ocr=m.group("ocr")) if m.group("ocr") else without, text)

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Optional, Sequence
 
-from backend.documents.equations import FORMULA_IMAGE_MARK, MAX_MARKED_OCR
+from backend.documents.equations import FORMULA_IMAGE, FORMULA_IMAGE_MARK, FORMULA_KEY
 from backend.errors import LLMError
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.types import Source
@@ -27,11 +27,6 @@ if TYPE_CHECKING:  # the OpenAI SDK: imported by the client when a model is used
 
 log = logging.getLogger(__name__)
 
-# the key is ours (``DrawnFormula.key``); a PDF's own text could imitate the mark, so it is matched strictly
-FORMULA_KEY = re.compile(r"p\d{1,5}_eq\d{1,3}")
-FORMULA_MARK = re.compile(
-    re.escape(FORMULA_IMAGE_MARK) + f"({FORMULA_KEY.pattern})(?:, OCR: [^\\]\\n]{{0,{MAX_MARKED_OCR}}})?\\]"
-)
 DOC_ID = re.compile(r"[0-9A-Za-z_-]{1,80}")  # a path part, never ".." or a separator
 MAX_READ_PER_QUESTION = 4  # vision calls for formulas not read before; the rest keep their OCR reading
 MAX_READ_PER_DOCUMENT = 60  # at ingest (``ingest.read_formulas``): the rest are read when cited
@@ -82,11 +77,11 @@ class FormulaReader:
             return text
 
         def latex_for(match: re.Match[str]) -> str:
-            image = image_of(match.group(1))
+            image = image_of(match.group("key"))
             latex = self._latex(image) if image is not None else None
             return f"$$ {latex} $$" if latex else match.group(0)
 
-        return FORMULA_MARK.sub(latex_for, text)
+        return FORMULA_IMAGE.sub(latex_for, text)
 
     def _latex(self, image: Path) -> Optional[str]:
         cached = image.with_suffix(".tex")

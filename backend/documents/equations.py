@@ -56,6 +56,13 @@ _MAX_PAGE_GLYPHS = 400  # more small paths than this on a page: a drawing, not t
 FORMULA_IMAGE_MARK = "[formula image "  # a formula only drawn (no text): its image's key, then its OCR reading
 _RELATION = re.compile(r"[=<>≤≥≈≠≡∼∝∑∏∫√±×÷→⇒∈⊂]")  # what a scanned paragraph needs to be taken for a formula
 MAX_MARKED_OCR = 400  # answering.formula_images finds a mark up to this long reading
+FORMULA_KEY = re.compile(r"p\d{1,5}_eq\d{1,3}")  # the image's name beside the figures: p{page}_eq{n}
+# The mark as ``formula_mark`` writes it, found again strictly (a PDF's own text could imitate it): its key
+# and its OCR reading. The one pattern for the vision model's reading and the page's wording alike.
+FORMULA_IMAGE = re.compile(
+    re.escape(FORMULA_IMAGE_MARK)
+    + f"(?P<key>{FORMULA_KEY.pattern})(?:, OCR: (?P<ocr>[^\\]\\n]{{0,{MAX_MARKED_OCR}}}))?\\]"
+)
 MAX_INLINE_FORMULAS = 24  # more clusters than this on a page: a drawing, not symbols in text
 
 
