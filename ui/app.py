@@ -45,6 +45,9 @@ LOGO_PATH = ASSETS / "logo.svg"
 FIRST_RUN_MARKER = ".doclens-initialized"
 UNDOCUMENTED = {"api_visibility": "undocumented"}
 MODEL_DELAY_S = 6.0
+# The Chat tab shown: its Refresh pressed, once the page's load has put this browser's KB in the picker.
+MARK_LOADED_JS = "() => { window.doclensLoaded = true; }"
+REFRESH_WHEN_LOADED_JS = "() => { if (window.doclensLoaded) document.getElementById('chat-refresh')?.click(); }"
 
 
 def theme() -> gr.themes.Base:
@@ -219,6 +222,7 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     )
     # The conversation view in the session's language (the layout is built before a session has one).
     loaded.then(page.chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
+    loaded.then(None, None, None, js=MARK_LOADED_JS, queue=False, **UNDOCUMENTED)
     chain_panel(loaded, page.chat_handlers, chat, "page_load")
     kb.follow(loaded, chat.kb_select, "page_load_kb")
     write_in_language(located, page, loaded, "page_load")
@@ -294,16 +298,18 @@ def wire_tab_refresh(
 ) -> None:
     """Knowledge bases made elsewhere (another tab, another browser, the API) appear when a tab is shown
     or on Refresh, without a reload."""
-    for trigger, name in ((chat_tab.select, "chat_tab_shown"), (chat.refresh.click, "chat_refresh_button")):
-        refreshed = trigger(
-            handlers.refresh_choices,
-            [chat.kb_select, chat.doc_filter],
-            [chat.kb_select, chat.doc_filter],
-            api_name=name,
-            **UNDOCUMENTED,
-        )
-        refreshed.then(empty_state_of(service), None, chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
-        chain_panel(refreshed, handlers, chat, name)
+    refreshed = chat.refresh.click(
+        handlers.refresh_choices,
+        [chat.kb_select, chat.doc_filter],
+        [chat.kb_select, chat.doc_filter],
+        api_name="chat_refresh_button",
+        **UNDOCUMENTED,
+    )
+    refreshed.then(empty_state_of(service), None, chat.empty_state, api_name="chat_refresh_empty", **UNDOCUMENTED)
+    chain_panel(refreshed, handlers, chat, "chat_refresh_button")
+    # Gradio selects the first tab as the page mounts, before the load has put the browser's KB in the
+    # picker: a refresh then would ask with the picker's first value and, answering last, put it back.
+    chat_tab.select(None, None, None, js=REFRESH_WHEN_LOADED_JS, queue=False, **UNDOCUMENTED)
     kb_shown = kb_tab.select(lambda: None, None, None, api_name="kb_tab_shown", queue=False, **UNDOCUMENTED)
     kb.follow(kb_shown, chat.kb_select, "kb_tab_shown")
     chat.go_to_kb.click(

@@ -6,11 +6,20 @@ when /usr/bin/chromium is missing.
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
 
-from tests.ui.browser_support import choose, create_kb, field, open_tab, skip_without_chromium, wait_idle
+from tests.ui.browser_support import (
+    choose,
+    create_kb,
+    dropdown_options,
+    field,
+    open_tab,
+    skip_without_chromium,
+    wait_idle,
+)
 from tests.ui.conftest import RunningApp
 from tests.ui.web_support import log_since, log_size
 
@@ -68,19 +77,25 @@ def test_the_current_kb_is_read_before_the_page_asks_for_it(doclens_app: Running
     """A loaded CI machine: the page's load event went out before gr.BrowserState's script had read the
     local storage, so the page opened on the first KB and stored that over the browser's own pick. Here
     that script (any script reading a browser state) comes 3 s late, every time."""
-    page = browsers()
-    page.goto(doclens_app.url)
-    open_tab(page, "Knowledge base")
-    create_kb(page, "slow-a")
-    create_kb(page, "slow-b")  # the current KB now
-    wait_idle(page)
-    page.wait_for_timeout(1000)
+    page = browser_with_two_kbs(doclens_app, browsers, "slow-a", "slow-b")
     page.route("**/*.js", late_if_it_reads_browser_state)
     page.reload()
     assert current_kbs(page) == ("slow-b", "slow-b"), "the browser's pick, not the first KB"
     page.unroute("**/*.js")
     page.reload()
     assert current_kbs(page) == ("slow-b", "slow-b"), "and it was not overwritten meanwhile"
+
+
+def browser_with_two_kbs(app: RunningApp, browsers, first: str, current: str):
+    """A new browser that made ``first``, then ``current`` (its current KB now, kept by the page)."""
+    page = browsers()
+    page.goto(app.url)
+    open_tab(page, "Knowledge base")
+    create_kb(page, first)
+    create_kb(page, current)
+    wait_idle(page)
+    page.wait_for_timeout(1000)
+    return page
 
 
 def late_if_it_reads_browser_state(route) -> None:
@@ -108,3 +123,27 @@ def test_a_rename_logs_no_error_and_case_twins_are_refused(doclens_app: RunningA
     status = page.locator("#kb-status")
     status.get_by_text("differ only in case").wait_for(timeout=30_000)
     assert "Papers 2026" in status.inner_text()
+
+
+def test_a_reload_asks_about_no_other_kb(doclens_app: RunningApp, browsers) -> None:
+    """A reload showed the browser's KB, then sometimes another: the Chat tab, shown as the page mounts,
+    sent its "tab shown" refresh with the picker's value from before the load (the first KB); when that
+    reply came last, the picker, the gallery and the kept current KB were the first KB's."""
+    page = browser_with_two_kbs(doclens_app, browsers, "reload-a", "reload-b")
+    sent: list[list] = []
+    page.on("request", lambda request: sent.append(event_inputs(request)))
+    page.reload()
+    assert current_kbs(page)[0] == "reload-b"
+    others = set(dropdown_options(page, "kb-select")) - {"reload-b"}
+    asked = [value for inputs in sent for value in inputs if isinstance(value, str) and value in others]
+    assert not asked, f"the reload asked about {asked}"
+
+
+def event_inputs(request) -> list:
+    """The input values a Gradio event sends (none for any other request)."""
+    if request.method != "POST" or "gradio_api" not in request.url:
+        return []
+    try:
+        return list(json.loads(request.post_data or "{}").get("data") or [])
+    except (ValueError, AttributeError):
+        return []
