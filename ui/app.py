@@ -7,7 +7,7 @@ import signal
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 import gradio as gr
 
@@ -198,12 +198,13 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     page.banner_timer.tick(
         banner_update, None, banner_outputs, api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED
     )
-    # The language, the current KB and the browser's id, read from its local storage before anything asks.
+    # The language, the current KB and the browser's id, read from its local storage before anything asks;
+    # a reload mid-upload: its progress first, from the KB this browser last used (the pickers come later).
     kept = [page.language, chat.last_kb, kb.browser]
     located = demo.load(
-        restore_session,
+        session_restorer(kb.handlers),
         kept,
-        kept,
+        [*kept, *kb.upload_progress],
         js=restore_js(RESTORE_LOCALE_JS, [CURRENT_KB_KEY, BROWSER_ID_KEY]),
         api_name="page_language",
         queue=False,
@@ -211,38 +212,62 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     )
     # The banner first: on a first start the build holds both cores and every later step of the load waits.
     located.then(first_banner, None, banner_outputs, api_name="page_load_banner", **UNDOCUMENTED)
-    # A reload mid-upload: its progress first, from the KB this browser last used (the pickers come later).
-    kb.attach_after(located, chat.last_kb, "page_load_last")
+    # Both tabs' lists in one step: each event costs the browser a pass over all the page's components.
     loaded = located.then(
-        page.chat_handlers.refresh_choices,
-        [chat.last_kb, chat.doc_filter],
-        [chat.kb_select, chat.doc_filter],
+        lists_on_load(page),
+        [chat.last_kb, chat.doc_filter, kb.browser],
+        [chat.kb_select, chat.doc_filter, *chat.fresh_view, chat.empty_state, *kb.lists, *kb.upload_progress],
         api_name="page_load",
         **UNDOCUMENTED,
     )
-    # The conversation view in the session's language (the layout is built before a session has one).
-    loaded.then(page.chat_handlers.clear, None, chat.fresh_view, api_name="page_load_view", queue=False, **UNDOCUMENTED)
     loaded.then(None, None, None, js=MARK_LOADED_JS, queue=False, **UNDOCUMENTED)
     chain_panel(loaded, page.chat_handlers, chat, "page_load")
-    kb.follow(loaded, chat.kb_select, "page_load_kb")
-    write_in_language(located, page, loaded, "page_load")
+    write_in_language(located, page, None, "page_load")
 
 
-def restore_session(
-    language: Optional[str], current_kb: Optional[str], browser: Optional[str], request: gr.Request = None
-) -> tuple:
-    """The page's load: the session's language, and what the browser kept, back into the page."""
-    return set_session_language(language, request), current_kb or None, browser or None
+def lists_on_load(page: Page) -> Callable[..., tuple]:
+    """The page's load, once the browser's KB is known: the Chat tab's pickers, its conversation view in the
+    session's language (the layout is built before a session has one) and empty state, and the Knowledge
+    base tab's lists and upload progress, all on that KB (or the first one when it is gone)."""
+    chat, kb = page.chat_handlers, page.kb.handlers
+    empty_state = empty_state_of(page.service)
+
+    def load(current: Optional[str], doc_filter: Any, browser: Optional[str], request: gr.Request) -> tuple:
+        kb_update, doc_update = chat.refresh_choices(current, doc_filter, request)
+        shown = kb_update["value"]
+        return (kb_update, doc_update, *chat.clear(request), empty_state(request), *kb.shown(shown, browser, request))
+
+    return load
+
+
+def session_restorer(kb: KBHandlers) -> Callable[..., tuple]:
+    """The page's load: the session's language, what the browser kept back into the page, and the progress of
+    this browser's upload into the KB it last used."""
+
+    def restore(
+        language: Optional[str], current_kb: Optional[str], browser: Optional[str], request: gr.Request = None
+    ) -> tuple:
+        language = set_session_language(language, request)  # first: what follows is in that language
+        return language, current_kb or None, browser or None, *kb.attach(current_kb or None, browser, request)
+
+    return restore
 
 
 def write_in_language(event: Any, page: Page, loaded: Any, name: str) -> None:
     """After ``event`` (a load, a switch): what the server writes in the session's language. ``loaded``:
-    the event after which the Chat tab's pickers hold the current KB."""
-    # Gradio re-translates only the shown tab's label after a locale change: set all three here.
-    event.then(tab_labels, None, page.tabs, api_name=f"{name}_tab_labels", **UNDOCUMENTED)
-    loaded.then(empty_state_of(page.service), None, page.chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
+    the event after which the Chat tab's pickers hold the current KB (None: that event writes the empty
+    state itself)."""
+    if loaded is not None:
+        empty = empty_state_of(page.service)
+        loaded.then(empty, None, page.chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
     fields = page.settings_fields
-    event.then(fields.handlers.page_values, fields.profile, fields.fields, api_name=f"{name}_settings", **UNDOCUMENTED)
+
+    # Gradio re-translates only the shown tab's label after a locale change: all three are set here too.
+    def settings_and_tabs(profile: Any, request: gr.Request) -> tuple:
+        return (*fields.handlers.page_values(profile, request), *tab_labels(request))
+
+    outputs = [*fields.fields, *page.tabs]
+    event.then(settings_and_tabs, fields.profile, outputs, api_name=f"{name}_settings", **UNDOCUMENTED)
 
 
 def wire_language_switch(page: Page) -> None:
@@ -289,7 +314,7 @@ def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:
             **UNDOCUMENTED,
         )
         chain_panel(refreshed, handlers, chat, f"chat_refresh_{index}")
-    picked = chat.kb_select.input(lambda: None, None, None, api_name="chat_sync_kb", queue=False, **UNDOCUMENTED)
+    picked = chat.kb_select.input(None, None, None, api_name="chat_sync_kb", **UNDOCUMENTED)  # in the browser alone
     kb.follow(picked, chat.kb_select, "chat_sync_kb")
 
 
@@ -310,7 +335,7 @@ def wire_tab_refresh(
     # Gradio selects the first tab as the page mounts, before the load has put the browser's KB in the
     # picker: a refresh then would ask with the picker's first value and, answering last, put it back.
     chat_tab.select(None, None, None, js=REFRESH_WHEN_LOADED_JS, queue=False, **UNDOCUMENTED)
-    kb_shown = kb_tab.select(lambda: None, None, None, api_name="kb_tab_shown", queue=False, **UNDOCUMENTED)
+    kb_shown = kb_tab.select(None, None, None, api_name="kb_tab_shown", **UNDOCUMENTED)  # in the browser alone
     kb.follow(kb_shown, chat.kb_select, "kb_tab_shown")
     chat.go_to_kb.click(
         lambda: gr.Tabs(selected="kb"), None, tabs, api_name="chat_empty_go", queue=False, **UNDOCUMENTED

@@ -87,6 +87,34 @@ def actor(request: Optional[gr.Request]) -> str:
 # (tests/ui/test_app_handlers.py holds this for every trigger).
 
 
+class ChangeSteps:
+    """What one change does in several parts of a tab, run as one server step: Gradio 6.31's page passes over
+    every component it has drawn for each status change of each event, so each chained step cost it a pass."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[Callable[..., Any], list, list]] = []
+
+    def add(self, fn: Callable[..., Any], inputs: list, outputs: list) -> None:
+        """``fn(*inputs, request)`` gives one value per output (a tuple when there are several)."""
+        self.steps.append((fn, list(inputs), list(outputs)))
+
+    def wire(self, trigger: Callable[..., Any], api_name: str) -> Any:
+        """One listener on ``trigger`` (a component's change) that runs every step, in the order added."""
+        steps = list(self.steps)
+
+        def run(request: gr.Request, *values: Any) -> tuple:
+            results: list[Any] = []
+            for fn, inputs, outputs in steps:
+                out = fn(*values[: len(inputs)], request)
+                values = values[len(inputs) :]
+                results.extend(out if len(outputs) > 1 else (out,))
+            return tuple(results)
+
+        inputs = [c for _, step_inputs, _ in steps for c in step_inputs]
+        outputs = [c for _, _, step_outputs in steps for c in step_outputs]
+        return trigger(run, inputs, outputs, api_name=api_name, queue=False, api_visibility="undocumented")
+
+
 def hide_if_shown(shown: Any) -> Any:
     """Hide a download button only when it is shown (``shown``: its file, or a flag), so a picker's change
     sends nothing to a hidden one. Output: the button."""

@@ -13,7 +13,7 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import actor, kb_names, picker_matches
+from ui.common import ChangeSteps, actor, hide_if_shown, kb_names, picker_matches
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
 
@@ -184,10 +184,12 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     fresh_view = [chatbot, sources, confidence, chart, page_preview, turns, last_sources, lock_row, figure_lock]
     clear.click(handlers.clear, None, fresh_view, api_name="chat_clear", queue=False, **UNDOCUMENTED)
     # A conversation belongs to one knowledge base and document choice: switching starts a fresh view.
-    # One listener per change, the rest chained (why: ui/common.py, above hide_if_shown).
-    kb_changed = kb_select.change(
-        handlers.clear, None, fresh_view, api_name="chat_kb_changed", queue=False, **UNDOCUMENTED
-    )
+    # One listener per change (why: ui/common.py, above hide_if_shown), its steps in one server step.
+    kb_changed = ChangeSteps()
+    kb_changed.add(lambda request: handlers.clear(request), [], fresh_view)
+    kb_changed.add(handlers.also_ask_choices, [kb_select, also_ask], [also_ask])
+    kb_changed.add(lambda shown, request: hide_if_shown(shown), [export_download], [export_download])
+    changed = kb_changed.wire(kb_select.change, "chat_kb_changed")
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
     doc_filter.key_up(
         picker_matches(service),
@@ -199,16 +201,9 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         trigger_mode="multiple",  # one request per key: see ui.common.LatestOnly
         **UNDOCUMENTED,
     )
-    kb_changed.then(lambda kb: kb, kb_select, last_kb, api_name="chat_remember_kb", queue=False, **UNDOCUMENTED)
-    kb_changed.then(
-        handlers.also_ask_choices,
-        [kb_select, also_ask],
-        also_ask,
-        api_name="chat_also_ask",
-        queue=False,
-        **UNDOCUMENTED,
-    )
-    fresh = [send.click, question.submit, search.click, clear.click, kb_changed.then]
+    # In the browser alone (no server step): each event costs the page a pass over all its components.
+    changed.then(None, kb_select, last_kb, js="(kb) => kb", api_name="chat_remember_kb", **UNDOCUMENTED)
+    fresh = [send.click, question.submit, search.click, clear.click]
     wire_export(export_button, export_download, [kb_select, turns, last_sources], fresh)
     sources.click(
         handlers.show_page, [sources, kb_select, last_sources], page_preview, api_name="show_page", **UNDOCUMENTED
@@ -256,8 +251,8 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
         handlers.refresh_documents, [kb_select, doc_filter], doc_filter, api_name="chat_pick_kb", **UNDOCUMENTED
     )
     chain_panel(picked_kb, handlers, tab, "chat_kb")
-    # A no-op first step so the document pick and the KB pick share the same panel chain.
-    picked_doc = doc_filter.input(lambda: None, None, None, api_name="chat_pick_doc", queue=False, **UNDOCUMENTED)
+    # A no-op first step (in the browser alone) so the document pick and the KB pick share the panel chain.
+    picked_doc = doc_filter.input(None, None, None, api_name="chat_pick_doc", **UNDOCUMENTED)
     chain_panel(picked_doc, handlers, tab, "chat_doc")
     return tab
 

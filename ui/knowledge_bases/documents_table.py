@@ -19,7 +19,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from backend.types import DOCUMENT_SORTS, DocumentInfo, DocumentPage
-from ui.common import actor, hide_if_shown, shows_errors, warning_md
+from ui.common import ChangeSteps, actor, hide_if_shown, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.knowledge_bases.upload_jobs import UploadJobs
 from ui.knowledge_bases.view import doc_headers, document_status
@@ -172,10 +172,10 @@ class TableParts:
 
 
 def build_documents_table(
-    table: DocumentsTable, kb_active: gr.Dropdown, status: gr.Markdown, kb_changed: Any
+    table: DocumentsTable, kb_active: gr.Dropdown, status: gr.Markdown, kb_changed: ChangeSteps
 ) -> TableParts:
     """Filter and sort above the table, paging and the download below it; their events. ``kb_changed``:
-    the active KB's change, to chain on."""
+    what the active KB's change does."""
     with gr.Row(elem_classes="dl-kb-row"):
         contains = gr.Textbox(
             label=label("Filter by name", "按名称筛选"),
@@ -227,17 +227,10 @@ def build_documents_table(
     return TableParts(docs_table, download, hidden_on_kb_change(kb_changed, download))
 
 
-def hidden_on_kb_change(kb_changed: Any, download: gr.DownloadButton) -> gr.State:
+def hidden_on_kb_change(kb_changed: ChangeSteps, download: gr.DownloadButton) -> gr.State:
     """Another KB's table offers nothing: the download is hidden (if shown). Returns its "offered" flag."""
     offered = gr.State(False)
-    kb_changed.then(
-        lambda shown: (hide_if_shown(shown), False),
-        offered,
-        [download, offered],
-        api_name="docs_download_hide",
-        queue=False,
-        **UNDOCUMENTED,
-    )
+    kb_changed.add(lambda shown, request: (hide_if_shown(shown), False), [offered], [download, offered])
     return offered
 
 

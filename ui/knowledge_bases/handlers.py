@@ -100,6 +100,17 @@ class KBHandlers:
         update = kb_dropdown(self.service, kb, actor(request))
         return update, self.documents_table(update["value"], request)
 
+    def refresh_with_files(self, kb: Optional[str], request: gr.Request = None) -> tuple[Any, Any, Any]:
+        """Outputs: kb picker, documents table, the picker of a file to delete (nothing picked)."""
+        update, table = self.refresh(kb, request)
+        return update, table, self.file_choices(update["value"], request)
+
+    def shown(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+        """``kb`` (or the first one, if it is gone) shown: the outputs of ``refresh_with_files``, then those of
+        ``attach`` (its upload's progress)."""
+        lists = self.refresh_with_files(kb, request)
+        return (*lists, *self.attach(lists[0]["value"], browser, request))
+
     @shows_errors(
         "create the knowledge base",
         outputs=lambda line, self, current, request, **_: (

@@ -9,7 +9,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from ui.browser_storage import BROWSER_ID_KEY, stored_value
-from ui.common import kb_names, pick, picker_matches
+from ui.common import ChangeSteps, kb_names, pick, picker_matches
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
@@ -34,27 +34,26 @@ class KBTab:
     show_trash: Callable[[Any, str], None]  # after an event: the trash drawn again (its headers: the language)
 
     def follow(self, event: Any, source: gr.Dropdown, name: str) -> Any:
-        """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists. A
-        running upload's progress comes back beside them, not after them (a reload mid-upload)."""
-        self.attach_after(event, source, name)
+        """After ``event``: make ``source``'s knowledge base the active one here and refresh the lists, with a
+        running upload's progress beside them (a reload mid-upload), in one step: each event costs the
+        browser a pass over all the page's components."""
         return event.then(
-            self.handlers.refresh,
-            source,
-            [self.kb_active, self.docs_table],
+            self.handlers.shown,
+            [source, self.browser],
+            [*self.lists, *self.upload_progress],
             api_name=f"{name}_docs",
             **UNDOCUMENTED,
-        ).then(self.handlers.file_choices, self.kb_active, self.doc_pick, api_name=f"{name}_files", **UNDOCUMENTED)
-
-    def attach_after(self, event: Any, source: Any, name: str) -> Any:
-        """After ``event``: the progress of this browser's upload into ``source``'s KB (quick: unqueued)."""
-        return event.then(
-            self.handlers.attach,
-            [source, self.browser],
-            [self.ingest_status, self.poll, *self.cancel_one],
-            api_name=f"{name}_attach",
-            queue=False,
-            **UNDOCUMENTED,
         )
+
+    @property
+    def lists(self) -> list:
+        """What ``KBHandlers.refresh_with_files`` writes: the KB picker, the documents table, the file picker."""
+        return [self.kb_active, self.docs_table, self.doc_pick]
+
+    @property
+    def upload_progress(self) -> list:
+        """What ``KBHandlers.attach`` writes: the status, the poll timer, the per-file cancel row and picker."""
+        return [self.ingest_status, self.poll, *self.cancel_one]
 
 
 def confirmation_row(elem_id: str, yes: Any, no: Any) -> tuple:
@@ -124,18 +123,13 @@ def build_kb_tab(service: DocLens, handlers: KBHandlers) -> KBTab:
     # Without a login an upload belongs to the browser that started it (ui/knowledge_bases/handlers.py user_key)
     browser = stored_value(BROWSER_ID_KEY, "browser-id")  # ui/browser_storage.py
 
-    # One listener per change, the rest chained (why: ui/common.py, above hide_if_shown).
-    kb_changed = kb_active.change(
-        handlers.close_confirmation,
-        None,
-        [kb_confirm_row, kb_pending],
-        api_name="kb_delete_close",
-        queue=False,
-        **UNDOCUMENTED,
-    )
+    # One listener per change (why: ui/common.py, above hide_if_shown), each part's step in it.
+    kb_changed = ChangeSteps()
+    kb_changed.add(lambda request: handlers.close_confirmation(), [], [kb_confirm_row, kb_pending])
     docs_table, doc_pick, doc_deleted, doc_delete_row = build_documents(handlers, kb_active, kb_status, kb_changed)
     controls = RoleControls(owner_row, [upload_group, doc_delete_row], sharing_panel, access_summary)
     wire_role_controls(kb_changed, sharing, kb_active, controls)
+    kb_changed.wire(kb_active.change, "kb_changed")
     restored, show_trash, trash_status = build_trash(TrashHandlers(handlers), kb_active, docs_table)
     build_quality_checks(handlers, kb_active)
 
@@ -266,9 +260,11 @@ def mode_label(mode: str) -> Any:
     }[mode]
 
 
-def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown, kb_changed: Any) -> tuple:
-    """The documents table and deleting one file (picked, then confirmed by name). ``kb_changed``: the
-    active KB's change, to chain on. Returns the table, the file picker, the deletion event and the row
+def build_documents(
+    handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.Markdown, kb_changed: ChangeSteps
+) -> tuple:
+    """The documents table and deleting one file (picked, then confirmed by name). ``kb_changed``: what the
+    active KB's change does. Returns the table, the file picker, the deletion event and the row
     to delete a file (editors only)."""
     table_parts = build_documents_table(handlers.table, kb_active, kb_status, kb_changed)
     docs_table = table_parts.table
@@ -315,12 +311,9 @@ def build_documents(handlers: KBHandlers, kb_active: gr.Dropdown, kb_status: gr.
         api_name="kb_delete_document",
         **UNDOCUMENTED,
     )
-    for closer, name in (
-        (keep.click, "doc_delete_keep"),
-        (doc_pick.change, "doc_delete_close"),
-        (kb_changed.then, "doc_delete_close_kb"),
-    ):
+    for closer, name in ((keep.click, "doc_delete_keep"), (doc_pick.change, "doc_delete_close")):
         closer(handlers.close_confirmation, None, [confirm_row, pending], api_name=name, queue=False, **UNDOCUMENTED)
+    kb_changed.add(lambda request: handlers.close_confirmation(), [], [confirm_row, pending])
     return docs_table, doc_pick, deleted, delete_row
 
 

@@ -10,7 +10,7 @@ from typing import Any, Optional
 import gradio as gr
 
 from backend.service import DocLens, Role
-from ui.common import actor, shows_errors, warning_md
+from ui.common import ChangeSteps, actor, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
 from ui.knowledge_bases.handlers import hidden
@@ -111,14 +111,9 @@ def build_sharing_panel(handlers: SharingHandlers, kb_active: gr.Dropdown) -> tu
 
 
 def wire_role_controls(
-    kb_changed: Any, handlers: SharingHandlers, kb_active: gr.Dropdown, controls: RoleControls
+    kb_changed: ChangeSteps, handlers: SharingHandlers, kb_active: gr.Dropdown, controls: RoleControls
 ) -> None:
     """After each change of the active KB: what the login's role there allows."""
-    kb_changed.then(
-        handlers.controls,
-        kb_active,
-        [controls.owner_row, *controls.editor_parts, controls.panel, controls.summary],
-        api_name="kb_role_controls",
-        queue=False,
-        **UNDOCUMENTED,
+    kb_changed.add(
+        handlers.controls, [kb_active], [controls.owner_row, *controls.editor_parts, controls.panel, controls.summary]
     )
