@@ -183,8 +183,8 @@ class Page:
 
 
 def wire_page_load(demo: gr.Blocks, page: Page) -> None:
-    """What a page (re)load runs, in order: its language, the tab labels, the pickers, the model banner
-    and this session's settings."""
+    """What a page (re)load runs, in order: its language with the model banner, an upload's progress, the
+    settings and the tab labels; then both tabs' lists; then the figures and the summary."""
     service, chat, kb = page.service, page.chat, page.kb
 
     def banner_update(request: gr.Request) -> tuple[Any, Any]:
@@ -198,20 +198,21 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     page.banner_timer.tick(
         banner_update, None, banner_outputs, api_name="model_banner_tick", show_progress="hidden", **UNDOCUMENTED
     )
-    # The language, the current KB and the browser's id, read from its local storage before anything asks;
-    # a reload mid-upload: its progress first, from the KB this browser last used (the pickers come later).
+    # The language, the current KB and the browser's id, read from its local storage before anything asks.
+    # Each event costs the browser a pass over all the page's components: the first step also writes what
+    # needs no knowledge base (the banner first: on a first start the build holds both cores and every
+    # later step waits; a reload mid-upload's progress, from the KB this browser last used).
     kept = [page.language, chat.last_kb, kb.browser]
+    fields = page.settings_fields
     located = demo.load(
-        session_restorer(kb.handlers),
-        kept,
-        [*kept, *kb.upload_progress],
+        session_restorer(page, first_banner),
+        [*kept, fields.profile],
+        [*kept, *banner_outputs, *kb.upload_progress, *fields.fields, *page.tabs],
         js=restore_js(RESTORE_LOCALE_JS, [CURRENT_KB_KEY, BROWSER_ID_KEY]),
         api_name="page_language",
         queue=False,
         **UNDOCUMENTED,
     )
-    # The banner first: on a first start the build holds both cores and every later step of the load waits.
-    located.then(first_banner, None, banner_outputs, api_name="page_load_banner", **UNDOCUMENTED)
     # Both tabs' lists in one step: each event costs the browser a pass over all the page's components.
     loaded = located.then(
         lists_on_load(page),
@@ -222,7 +223,6 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
     )
     loaded.then(None, None, None, js=MARK_LOADED_JS, queue=False, **UNDOCUMENTED)
     chain_panel(loaded, page.chat_handlers, chat, "page_load")
-    write_in_language(located, page, None, "page_load")
 
 
 def lists_on_load(page: Page) -> Callable[..., tuple]:
@@ -240,34 +240,52 @@ def lists_on_load(page: Page) -> Callable[..., tuple]:
     return load
 
 
-def session_restorer(kb: KBHandlers) -> Callable[..., tuple]:
-    """The page's load: the session's language, what the browser kept back into the page, and the progress of
-    this browser's upload into the KB it last used."""
+def session_restorer(page: Page, banner: Callable[[gr.Request], tuple]) -> Callable[..., tuple]:
+    """The page's load: the session's language; what the browser kept, back into the page; the model's
+    banner; the progress of this browser's upload into the KB it last used; the settings and tab labels in
+    the session's language (``settings_and_tabs``)."""
+    kb = page.kb.handlers
+    settings_and_tabs = settings_and_tabs_of(page)
 
     def restore(
-        language: Optional[str], current_kb: Optional[str], browser: Optional[str], request: gr.Request = None
+        language: Optional[str],
+        current_kb: Optional[str],
+        browser: Optional[str],
+        profile: Any,
+        request: gr.Request = None,
     ) -> tuple:
         language = set_session_language(language, request)  # first: what follows is in that language
-        return language, current_kb or None, browser or None, *kb.attach(current_kb or None, browser, request)
+        current_kb, browser = current_kb or None, browser or None
+        return (
+            language,
+            current_kb,
+            browser,
+            *banner(request),
+            *kb.attach(current_kb, browser, request),
+            *settings_and_tabs(profile, request),
+        )
 
     return restore
 
 
-def write_in_language(event: Any, page: Page, loaded: Any, name: str) -> None:
-    """After ``event`` (a load, a switch): what the server writes in the session's language. ``loaded``:
-    the event after which the Chat tab's pickers hold the current KB (None: that event writes the empty
-    state itself)."""
-    if loaded is not None:
-        empty = empty_state_of(page.service)
-        loaded.then(empty, None, page.chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
+def settings_and_tabs_of(page: Page) -> Callable[..., tuple]:
+    """The settings form's values, then the three tab labels, in the session's language (Gradio re-translates
+    only the shown tab's label after a locale change). Outputs: the settings fields, the tabs."""
     fields = page.settings_fields
 
-    # Gradio re-translates only the shown tab's label after a locale change: all three are set here too.
     def settings_and_tabs(profile: Any, request: gr.Request) -> tuple:
         return (*fields.handlers.page_values(profile, request), *tab_labels(request))
 
+    return settings_and_tabs
+
+
+def write_in_language(event: Any, page: Page, name: str) -> None:
+    """After ``event`` (the language switch): what the server writes in the session's language."""
+    empty = empty_state_of(page.service)
+    event.then(empty, None, page.chat.empty_state, api_name=f"{name}_empty", **UNDOCUMENTED)
+    fields = page.settings_fields
     outputs = [*fields.fields, *page.tabs]
-    event.then(settings_and_tabs, fields.profile, outputs, api_name=f"{name}_settings", **UNDOCUMENTED)
+    event.then(settings_and_tabs_of(page), fields.profile, outputs, api_name=f"{name}_settings", **UNDOCUMENTED)
 
 
 def wire_language_switch(page: Page) -> None:
@@ -300,7 +318,7 @@ def wire_language_switch(page: Page) -> None:
     )
     page.kb.follow(switched, page.kb.kb_active, "switch_kb")
     page.kb.show_trash(switched, "switch")
-    write_in_language(switched, page, switched, "switch")
+    write_in_language(switched, page, "switch")
 
 
 def wire_cross_tab(handlers: ChatHandlers, chat: ChatTab, kb: KBTab) -> None:

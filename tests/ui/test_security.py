@@ -305,17 +305,18 @@ def test_only_the_admin_changes_the_server_and_a_key_stays_with_its_endpoint(adm
     alice, bob = Web(admin_app.url), Web(admin_app.url)
     alice.login("alice", "wonder")
     bob.login("bob", "builder")
-    scope = outputs(bob.queue("page_load_settings", None))
+    # the settings form as each session sees it (written again by the language switch)
+    scope = outputs(bob.queue("switch_settings", None))
     assert "session only" in scope[0] and scope[1] == admin_app.fake.base_url
     with FakeOpenAI() as elsewhere:
         assert "session" in apply_from_page(bob, elsewhere.base_url)[0]
-        scope = outputs(alice.queue("page_load_settings", None))
+        scope = outputs(alice.queue("switch_settings", None))
         assert "operator" in scope[0] and scope[1] == admin_app.fake.base_url, "bob changed only his session"
         status = apply_from_page(alice, elsewhere.base_url, model="new-server-model")[0]
         assert "this server" in status, status
         carol = Web(admin_app.url)  # a new session of the other login sees the server's new endpoint
         carol.login("bob", "builder")
-        assert outputs(carol.queue("page_load_settings", None))[1] == elsewhere.base_url
+        assert outputs(carol.queue("switch_settings", None))[1] == elsewhere.base_url
         before = len(elsewhere.requests)
         # the server's model now, as the form shows it: the new endpoint...
         outputs(alice.queue("settings_test_llm", elsewhere.base_url, "new-server-model", "", "", None, None))
