@@ -341,14 +341,18 @@ def wire_tab_refresh(
 ) -> None:
     """Knowledge bases made elsewhere (another tab, another browser, the API) appear when a tab is shown
     or on Refresh, without a reload."""
+    empty_state = empty_state_of(service)
+
+    def refresh(kb: Optional[str], doc_filter: Any, request: gr.Request) -> tuple:
+        return (*handlers.refresh_choices(kb, doc_filter, request), empty_state(request))
+
     refreshed = chat.refresh.click(
-        handlers.refresh_choices,
+        refresh,
         [chat.kb_select, chat.doc_filter],
-        [chat.kb_select, chat.doc_filter],
+        [chat.kb_select, chat.doc_filter, chat.empty_state],
         api_name="chat_refresh_button",
         **UNDOCUMENTED,
     )
-    refreshed.then(empty_state_of(service), None, chat.empty_state, api_name="chat_refresh_empty", **UNDOCUMENTED)
     chain_panel(refreshed, handlers, chat, "chat_refresh_button")
     # Gradio selects the first tab as the page mounts, before the load has put the browser's KB in the
     # picker: a refresh then would ask with the picker's first value and, answering last, put it back.

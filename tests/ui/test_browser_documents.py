@@ -167,9 +167,15 @@ def test_a_page_load_asks_the_server_a_few_times(library_app: RunningApp, page) 
     open_tab(page, "Knowledge base")
     wait_for_table(page, "paper_00001.pdf")
     wait_idle(page)
-    print(f"\npage load: {loading} server steps; KB tab shown: {len(asked) - loading}")
+    kb_tab = len(asked) - loading
+    open_tab(page, "Chat")
+    page.wait_for_timeout(500)
+    wait_idle(page)
+    chat_tab = len(asked) - loading - kb_tab
+    print(f"\npage load: {loading} server steps; KB tab shown: {kb_tab}; Chat tab shown: {chat_tab}")
     assert loading <= LOAD_EVENTS, f"{loading} server steps on a page load"
-    assert len(asked) - loading <= 1, "showing the KB tab: its lists and its upload's progress, one step"
+    assert kb_tab <= 1, "showing the KB tab: its lists and its upload's progress, one step"
+    assert chat_tab <= 3, "showing the Chat tab: its pickers with the empty state, the figures, the summary"
 
 
 def server_events(request) -> list[str]:

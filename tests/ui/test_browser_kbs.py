@@ -77,6 +77,28 @@ def test_lists_refresh_and_the_last_kb_is_remembered(doclens_app: RunningApp, pa
     assert field(page, "kb-select").input_value() == "zz-made-elsewhere"
 
 
+def test_the_conversation_stays_when_the_chat_tab_is_shown_again(doclens_app: RunningApp, page) -> None:
+    """Showing the Chat tab refreshes its lists (KBs made elsewhere appear); it wrote the same document
+    pick back, which Gradio took for a change, and the conversation was cleared."""
+    new_kb_with(page, doclens_app.url, "kb-conversation", SAMPLE_PDF)
+    page.goto(doclens_app.url)
+    page.locator("#chatbot").wait_for()
+    wait_idle(page)
+    if field(page, "kb-select").input_value() != "kb-conversation":
+        choose(page, "kb-select", "kb-conversation")
+        wait_idle(page)
+    ask(page, "What is this document about?")
+    wait_idle(page)
+    asked = page.locator("#chatbot").inner_text()
+    open_tab(page, "Knowledge base")
+    wait_idle(page)
+    open_tab(page, "Chat")
+    page.wait_for_timeout(1000)
+    wait_idle(page)
+    assert "What is this document about?" in asked
+    assert page.locator("#chatbot").inner_text() == asked
+
+
 def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
     """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
     pending row says it is being indexed, and the status ends in the final state. Without a login the
