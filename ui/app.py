@@ -248,22 +248,12 @@ def session_restorer(page: Page, banner: Callable[[gr.Request], tuple]) -> Calla
     settings_and_tabs = settings_and_tabs_of(page)
 
     def restore(
-        language: Optional[str],
-        current_kb: Optional[str],
-        browser: Optional[str],
-        profile: Any,
-        request: gr.Request = None,
+        language: Optional[str], current: Optional[str], browser: Optional[str], profile: Any, request: gr.Request
     ) -> tuple:
         language = set_session_language(language, request)  # first: what follows is in that language
-        current_kb, browser = current_kb or None, browser or None
-        return (
-            language,
-            current_kb,
-            browser,
-            *banner(request),
-            *kb.attach(current_kb, browser, request),
-            *settings_and_tabs(profile, request),
-        )
+        current, browser = current or None, browser or None
+        progress = kb.attach(current, browser, request)
+        return (language, current, browser, *banner(request), *progress, *settings_and_tabs(profile, request))
 
     return restore
 
