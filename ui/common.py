@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import logging
 import re
+import sys
 import threading
 from collections import OrderedDict
 from typing import Any, Callable, Optional, TypeVar, Union
@@ -24,6 +26,14 @@ ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is cal
 PICKER_CHOICES = 100  # file names a document picker holds at once
 # Temporary knowledge bases the evaluation makes and deletes again: never offered to other sessions.
 _TEMPORARY_KB = re.compile(r"^(eval|bench) \d{8}-\d{6}( \d+)?$")  # " 2": one of a split library
+
+
+def no_matplotlib_probe() -> None:
+    """Gradio tries ``import matplotlib`` before and after every event step (each streamed message too).
+    Without matplotlib installed each try searches all of sys.path again: a fifth of the web server's
+    thread under 16 sessions. Marked absent, the try fails at once, as the search would."""
+    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
 
 
 def error_text(exc: BaseException, action: str, lang: str = "en") -> str:

@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
 import gradio as gr
+import pytest
+from gradio.utils import MatplotlibBackendMananger
 
 from backend.knowledge_bases.registry import Registry
 from backend.quality.bench_page import registered_documents
 from backend.service import DocLens
 from tests.conftest import make_settings
-from ui.common import PICKER_CHOICES, LatestOnly, doc_filter_dropdown, has_document, picker_matches
+from ui.common import (
+    PICKER_CHOICES,
+    LatestOnly,
+    doc_filter_dropdown,
+    has_document,
+    no_matplotlib_probe,
+    picker_matches,
+)
 
 
 def test_a_picked_document_is_kept_when_many_names_contain_its_name(tmp_path: Path) -> None:
@@ -54,3 +66,31 @@ def test_arrow_keys_leave_the_pickers_list_alone(tmp_path: Path) -> None:
         for key in ("ArrowDown", "Enter"):
             arrow = gr.KeyUpData(None, {"key": key, "input_value": "paper 2"})
             assert matches("few", None, arrow, browser) == gr.skip()
+
+
+class _SearchesRecorded(importlib.abc.MetaPathFinder):
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, fullname, path, target=None):  # noqa: ANN001 - the finder protocol
+        self.names.append(fullname)
+        return None
+
+
+def test_an_event_step_does_not_search_for_matplotlib_again(monkeypatch) -> None:
+    """bench-load under py-spy: Gradio's MatplotlibBackendMananger, entered around every event step and
+    streamed message, searched all of sys.path for matplotlib each time (a fifth of the server's thread)."""
+    if importlib.util.find_spec("matplotlib") is not None:
+        pytest.skip("matplotlib is installed: Gradio's import finds it at once")
+    searches = _SearchesRecorded()
+    monkeypatch.setattr(sys, "meta_path", [searches, *sys.meta_path])
+    was_marked = "matplotlib" in sys.modules
+    try:
+        no_matplotlib_probe()
+        searches.names.clear()  # its one search, at the start
+        with MatplotlibBackendMananger():
+            pass
+        assert "matplotlib" not in searches.names
+    finally:
+        if not was_marked:
+            sys.modules.pop("matplotlib", None)
