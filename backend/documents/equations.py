@@ -46,6 +46,7 @@ _MATH_WORDS = {
     "min",
 }
 _MAX_EQUATION_CHARS = 160
+_FRACTION_HEIGHT = 1.7  # an OCR line this many times the page's usual line height holds stacked parts
 # vector-drawn formulas: glyph outlines as small paths
 _GLYPH_MAX = 3.0  # a path at most this many body font sizes wide and high is a glyph
 _MIN_GLYPHS = 3
@@ -125,6 +126,27 @@ def is_equation_text(paragraph: str) -> bool:
     share = math_share(text)
     words = _long_words(text)
     return share > 0 and (numbered and words <= 2 or share >= 0.08 and words == 0)
+
+
+def body_line_height(lines: Sequence[TextLine]) -> float:
+    """The median height of the page's prose lines (no relation sign), which formulas do not skew on a page
+    of few lines; the median of all lines when there is no prose."""
+    prose = sorted(ln.y1 - ln.y0 for ln in lines if len(ln.text) >= 8 and not _RELATION.search(ln.text))
+    heights = prose or sorted(ln.y1 - ln.y0 for ln in lines)
+    return heights[len(heights) // 2] if heights else 0.0
+
+
+def is_fraction_display(paragraph: str, lines: Sequence[TextLine], line_height: float) -> bool:
+    """A scanned paragraph holding a display fraction: OCR's detector boxes a fraction with its numerator
+    and denominator as one line about twice as tall as the prose lines (``line_height``, see
+    ``body_line_height``): "CAGR=(Ending Value/Beginning Value-)1/n-1", with a relation sign in it. Such
+    a formula may hold words, which ``is_equation_text`` takes for prose."""
+    text = " ".join(paragraph.split())
+    if len(text) > _MAX_EQUATION_CHARS or len(CJK_CHAR.findall(text)) > 2:
+        return False
+    return any(
+        ln.y1 - ln.y0 >= _FRACTION_HEIGHT * line_height and _RELATION.search(ln.text) is not None for ln in lines
+    )
 
 
 # ------------------------------------------------------------------------ formulas drawn as paths

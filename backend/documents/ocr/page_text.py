@@ -8,7 +8,7 @@ from typing import Callable, Optional, Sequence
 
 from PIL import Image
 
-from backend.documents.equations import is_equation_text
+from backend.documents.equations import body_line_height, is_equation_text, is_fraction_display
 from backend.documents.layout import TextLine, order_lines
 from backend.stage_times import stage
 from backend.text import join_words
@@ -107,17 +107,22 @@ def boxes_to_text(
         out.append(line.text)
         rows.append([line])
         previous = line
-    return "\n".join(_formulas_marked(out, rows, mark) if mark else out).strip()
+    return "\n".join(_formulas_marked(out, rows, mark, body_line_height(lines)) if mark else out).strip()
 
 
-def _formulas_marked(out: list[str], rows: list[list[TextLine]], mark: MarkFormula) -> list[str]:
-    """Each paragraph that reads as a display equation (``is_equation_text``) replaced by its mark."""
+def _formulas_marked(out: list[str], rows: list[list[TextLine]], mark: MarkFormula, line_height: float) -> list[str]:
+    """Each paragraph that reads as a display equation (``is_equation_text``) or holds a display fraction
+    (``is_fraction_display``) replaced by its mark."""
     marked: list[str] = []
     start = 0
     for end in [i for i, entry in enumerate(out) if entry == "" and not rows[i]] + [len(out)]:
         paragraph, lines = out[start:end], [ln for row in rows[start:end] for ln in row]
         text = " ".join(paragraph)
-        if lines and not any(ln.block for ln in lines) and is_equation_text(text):
+        if (
+            lines
+            and not any(ln.block for ln in lines)
+            and (is_equation_text(text) or is_fraction_display(text, lines, line_height))
+        ):
             paragraph = [mark(" ".join(text.split()), _pixels(lines))]
         marked += paragraph + out[end : end + 1]
         start = end + 1

@@ -40,3 +40,26 @@ def test_a_paragraph_that_reads_as_an_equation_is_marked_with_its_box_in_pixels(
     )
     assert seen == [("H=p2/2m 1/2mω²x2 (3)", (150, 80, 400, 115))]
     assert boxes_to_text(boxes) == text.replace("<formula>", "H=p2/2m 1/2mω²x2 (3)"), "no mark: unchanged"
+
+
+def test_a_display_fraction_with_words_is_marked_too():
+    """Issue 29 item 2: a scanned "CAGR = (Ending Value / Beginning Value)^(1/n) - 1" holds words, so the
+    text test took its garbled OCR for prose and presented it as the formula. OCR's detector boxes the
+    fraction as one line twice as tall as the prose around it: that marks it."""
+    boxes = [
+        OCRBox("Section 2. The relation below is used throughout the model.", 194, 274, 1134, 316),
+        OCRBox("CAGR=(Ending Value/Beginning Value-)1/n-1", 530, 402, 1118, 510),
+        OCRBox("Here each symbol has its usual meaning.", 191, 578, 838, 624),
+    ]
+    text = boxes_to_text(boxes, mark=lambda text, box: f"<formula {text}>")
+    assert "\n\n<formula CAGR=(Ending Value/Beginning Value-)1/n-1>\n\n" in text
+
+
+def test_prose_with_a_relation_sign_is_not_taken_for_a_fraction():
+    """The height test needs the tall line itself: prose lines of the usual height with "=" stay prose."""
+    boxes = [
+        OCRBox("We set the learning rate = 0.01 and the batch size", 10, 10, 800, 52),
+        OCRBox("to 32 for all the models in the table below.", 10, 60, 700, 102),
+        OCRBox("Here each symbol has its usual meaning.", 10, 160, 800, 202),
+    ]
+    assert "<formula" not in boxes_to_text(boxes, mark=lambda text, box: f"<formula {text}>")
