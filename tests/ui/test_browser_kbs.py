@@ -5,6 +5,9 @@ the framed passage of a scanned page. Outside CI skipped when /usr/bin/chromium 
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pypdfium2 as pdfium
 import pytest
 
 from tests.ui.browser_support import (
@@ -99,16 +102,28 @@ def test_the_conversation_stays_when_the_chat_tab_is_shown_again(doclens_app: Ru
     assert page.locator("#chatbot").inner_text() == asked
 
 
-def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers) -> None:
+def long_scan(folder: Path) -> Path:
+    """The 20 scanned pages three times over: an upload that is still running when a loaded machine has
+    reloaded the page and opened a second browser (once, the 20 pages alone were indexed before Cancel)."""
+    source, combined = pdfium.PdfDocument(str(SCANNED_PDF)), pdfium.PdfDocument.new()
+    for _ in range(3):
+        combined.import_pages(source)
+    path = folder / "scanned_60p.pdf"
+    combined.save(str(path))
+    return path
+
+
+def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page, browsers, tmp_path) -> None:
     """Items 7 and 8: the upload is a server-side job; after a reload its progress and Cancel work, the
     pending row says it is being indexed, and the status ends in the final state. Without a login the
     job is this browser's: another browser is told it runs, and cannot cancel it."""
+    scan = long_scan(tmp_path)
     page.goto(doclens_app.url)
     open_tab(page, "Knowledge base")
     create_kb(page, "kb-upload")
     page.locator("#upload-cancel").click()
     page.locator("#ingest-status").get_by_text("No upload is running.").wait_for()
-    choose_files(page, SCANNED_PDF)
+    choose_files(page, scan)
     page.locator("#upload-start").click()
     page.locator("#ingest-status .dl-progress").wait_for(timeout=30_000)
     page.reload()
@@ -133,7 +148,7 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     status.get_by_text("Upload cancelled; nothing was stored.").wait_for(timeout=INGEST_TIMEOUT_MS)
     page.locator("#upload-cancel").click()
     status.get_by_text("No upload is running.").wait_for()
-    assert SCANNED_PDF.name not in page.locator("#docs-table").inner_text()
+    assert scan.name not in page.locator("#docs-table").inner_text()
 
 
 BUNDLED_STEPS = (
