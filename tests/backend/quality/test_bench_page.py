@@ -26,8 +26,10 @@ def file_names(settings, folder: Path) -> list[str]:
 def test_the_three_waits_are_timed_and_the_library_stays_as_it_was(tmp_path: Path) -> None:
     skip_without_chromium()
     settings = make_settings(tmp_path / "data")
-    # long enough to outlive the reload on a loaded machine (4 pages once ended first in CI)
-    pages = [[f"Page {n}: the keeper measured the tide at dawn and at dusk."] for n in range(12)]
+    # long enough to outlive the reload on a loaded machine (4 pages, then 12 pages of a line each, once
+    # ended first in CI); cancelled once the reload is timed, so its length costs no time
+    line = "the keeper measured the tide at dawn and at dusk, and wrote it down."
+    pages = [[f"Page {n}: {line}", f"Then {line}", f"And {line}"] for n in range(40)]
     upload = write_scanned_pdf(tmp_path / "tide-log.pdf", pages)
     report = run(settings, 20, 1, upload)
     [timed] = report["runs"]
