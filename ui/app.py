@@ -231,12 +231,13 @@ def lists_on_load(page: Page) -> Callable[..., tuple]:
     session's language (the layout is built before a session has one) and empty state, and the Knowledge
     base tab's lists and upload progress, all on that KB (or the first one when it is gone)."""
     chat, kb = page.chat_handlers, page.kb.handlers
-    empty_state = empty_state_of(page.service)
 
     def load(current: Optional[str], doc_filter: Any, browser: Optional[str], request: gr.Request) -> tuple:
-        kb_update, doc_update = chat.refresh_choices(current, doc_filter, request)
-        shown = kb_update["value"]
-        return (kb_update, doc_update, *chat.clear(request), empty_state(request), *kb.shown(shown, browser, request))
+        kb_update, doc_update = chat.refresh_choices(current, doc_filter, request)  # the one read of the KB list
+        empty_state = gr.update(visible=not kb_update["choices"])
+        # A copy for the other tab: Gradio takes the value out of an update it is given.
+        kb_tab = kb.shown_with(dict(kb_update), browser, request)
+        return (kb_update, doc_update, *chat.clear(request), empty_state, *kb_tab)
 
     return load
 

@@ -200,3 +200,19 @@ def test_icons_need_no_emoji_font() -> None:
     emoji = re.compile("[\U0001f000-\U0001faff\u2705\u274c\u2b50\ufe0f]")
     for path in (Path(__file__).resolve().parents[2] / "ui").glob("*.py"):
         assert not emoji.search(path.read_text(encoding="utf-8")), f"{path.name} still shows emoji"
+
+
+def test_a_page_load_reads_the_kb_list_once_for_both_tabs(service: DocLens, monkeypatch) -> None:
+    """Both tabs' KB pickers and the empty state come from one read, each picker its own update: Gradio
+    takes the value out of an update it is given, so one dict written to both would leave the second
+    picker without its KB."""
+    load = next(fn.fn for fn in build_app(service).fns.values() if fn.api_name == "page_load")
+    reads, list_kbs = [], service.list_kbs
+    monkeypatch.setattr(service, "list_kbs", lambda *args: reads.append(args) or list_kbs(*args))
+    outputs = load(KB, None, None, None)
+    pickers = [out for out in outputs if isinstance(out, dict) and out.get("value") == KB and "choices" in out]
+    assert len(reads) == 1  # was three: each tab's picker and the empty state read it
+    assert len(pickers) == 2 and pickers[0] is not pickers[1] and pickers[0] == pickers[1]
+    assert {"visible": False} in [
+        {k: v for k, v in out.items() if k != "__type__"} for out in outputs if isinstance(out, dict)
+    ]

@@ -22,13 +22,15 @@ skip_without_chromium()
 
 BOOK = "my book.pdf"
 KB = "Default"
+# Long enough that the resumed upload is still running when the browser looks, on a loaded CI machine.
+PAGES = 36
 
 
 def _cut_short(data_dir: Path) -> None:
-    """A 12-page scan of one line a page (light: other browser tests run beside it) whose upload stopped
+    """A 36-page scan of one line a page (light: other browser tests run beside it) whose upload stopped
     (Ctrl-C) at OCR page 3: two pages and the original are kept."""
     scan = write_scanned_pdf(
-        data_dir.parent / "book.pdf", [[f"Page {n}: the keeper logged the tide."] for n in range(12)]
+        data_dir.parent / "book.pdf", [[f"Page {n}: the keeper logged the tide."] for n in range(PAGES)]
     )
 
     def stop_at_page_3(event: ProgressEvent) -> None:
@@ -50,7 +52,9 @@ def test_an_upload_cut_short_goes_on_at_the_next_start_with_its_bar(tmp_path: Pa
         page.goto(app.url)
         open_tab(page, "Knowledge base")
         page.wait_for_function(
-            "() => /OCR page \\d+ of 12 .* pages\\/s/.test(document.querySelector('#ingest-status')?.innerText || '')",
+            "(pages) => new RegExp(`OCR page \\\\d+ of ${pages} .* pages/s`)"
+            ".test(document.querySelector('#ingest-status')?.innerText || '')",
+            arg=PAGES,
             timeout=INGEST_TIMEOUT_MS,
         )
         bar = page.locator("#ingest-status").inner_text()
@@ -64,4 +68,4 @@ def test_an_upload_cut_short_goes_on_at_the_next_start_with_its_bar(tmp_path: Pa
         )
         status = page.locator("#ingest-status").inner_text()
         assert BOOK in status and "indexed" in status and "Resuming" not in status, status
-        assert "resuming after page 2 of 12" in app.log_path.read_text(encoding="utf-8")
+        assert f"resuming after page 2 of {PAGES}" in app.log_path.read_text(encoding="utf-8")

@@ -100,16 +100,16 @@ class KBHandlers:
         update = kb_dropdown(self.service, kb, actor(request))
         return update, self.documents_table(update["value"], request)
 
-    def refresh_with_files(self, kb: Optional[str], request: gr.Request = None) -> tuple[Any, Any, Any]:
-        """Outputs: kb picker, documents table, the picker of a file to delete (nothing picked)."""
-        update, table = self.refresh(kb, request)
-        return update, table, self.file_choices(update["value"], request)
-
     def shown(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
-        """``kb`` (or the first one, if it is gone) shown: the outputs of ``refresh_with_files``, then those of
-        ``attach`` (its upload's progress)."""
-        lists = self.refresh_with_files(kb, request)
-        return (*lists, *self.attach(lists[0]["value"], browser, request))
+        """``kb`` (or the first one, if it is gone) shown: ``shown_with`` its picker, read afresh."""
+        return self.shown_with(kb_dropdown(self.service, kb, actor(request)), browser, request)
+
+    def shown_with(self, picker: dict, browser: Optional[str], request: gr.Request = None) -> tuple:
+        """The KB picker's update ``picker`` (a page load reads the list once for both tabs) shown: the picker,
+        its KB's documents table and file picker (nothing picked), then ``attach``'s outputs (its upload)."""
+        kb = picker["value"]
+        lists = (picker, self.documents_table(kb, request), self.file_choices(kb, request))
+        return (*lists, *self.attach(kb, browser, request))
 
     @shows_errors(
         "create the knowledge base",

@@ -47,7 +47,7 @@ class KBTab:
 
     @property
     def lists(self) -> list:
-        """What ``KBHandlers.refresh_with_files`` writes: the KB picker, the documents table, the file picker."""
+        """The first outputs of ``KBHandlers.shown_with``: the KB picker, the documents table, the file picker."""
         return [self.kb_active, self.docs_table, self.doc_pick]
 
     @property
