@@ -91,6 +91,7 @@ class ParsedPage:
     unreadable: bool = False  # pdfium could not load the page (e.g. a cycle in the page tree)
     cut_objects: int = 0  # text objects pdfium cut at PDFIUM_STRING_LIMIT characters
     formulas: list[DrawnFormula] = field(default_factory=list)  # display formulas drawn without text
+    carry: dict = field(default_factory=dict)  # what the next page reads of this one (``_PageParser.carry``)
 
     def to_page_text(self) -> PageText:
         return PageText(page=self.page, text=self.text, ocr=self.ocr)
@@ -100,14 +101,20 @@ class ParsedPage:
 
 
 def iter_pages(
-    path: os.PathLike | str, settings: Settings, ocr_engine: Optional[OCREngine] = None, first_page: int = 0
+    path: os.PathLike | str,
+    settings: Settings,
+    ocr_engine: Optional[OCREngine] = None,
+    first_page: int = 0,
+    carry: Optional[dict] = None,
 ) -> Generator[ParsedPage, None, None]:
-    """Parse the PDF page by page, from page index ``first_page`` (an interrupted upload resumes there).
-    OCR runs only on scanned pages, with ``ocr_engine`` or the configured one."""
+    """Parse the PDF page by page, from page index ``first_page`` (an interrupted upload resumes there, with
+    the ``carry`` of the page before it). OCR runs only on scanned pages, with ``ocr_engine`` or the
+    configured one."""
     path = Path(path)
     page_count = inspect_pdf(path, settings)
     with PDFIUM_LOCK:
         parser = _PageParser(path, open_pdf(path), settings, ocr_engine)
+        parser.carry = carry or {}
     try:
         with PDFIUM_LOCK:
             parser.survey(page_count)  # every page: running headers are found on all of them
@@ -115,6 +122,7 @@ def iter_pages(
             let_questions_pass()
             with PDFIUM_LOCK:  # released while the page is handed over: the reader may wait long
                 parsed = parser.parse(index)
+                parsed.carry = parser.carry
             yield parsed
     finally:
         with PDFIUM_LOCK:
@@ -141,6 +149,18 @@ class _PageParser:
         self.lines = PageLines(self.limits)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
         self.tail: list[str] = []  # the last lines of the previous page: what introduces a figure atop this one
+
+    @property
+    def carry(self) -> dict:
+        """What the next page reads of the pages before it: the last OCR'd page's edge lines (a running header
+        repeats them) and the last lines (what introduces a figure atop the next page). Kept with each page
+        read, so that an interrupted upload resumes with them (without, its first page kept its header)."""
+        return {"ocr_edges": dict(self._ocr_edges), "tail": list(self.tail)}
+
+    @carry.setter
+    def carry(self, carried: dict) -> None:
+        self._ocr_edges = dict(carried.get("ocr_edges", {}))
+        self.tail = list(carried.get("tail", []))
 
     def close(self) -> None:
         if self._ocr_ahead is not None:

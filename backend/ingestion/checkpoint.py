@@ -30,6 +30,7 @@ class DonePage:
     empty_ocr: bool = False
     unreadable: bool = False
     cut_objects: int = 0
+    carry: dict = field(default_factory=dict)  # what the next page reads of this one (documents.pdf)
 
 
 class PageCheckpoint:
@@ -72,6 +73,11 @@ class PageCheckpoint:
         self.path.with_suffix(".part").unlink(missing_ok=True)
 
 
+def carried(done: list[DonePage]) -> dict:
+    """What the pages after ``done`` read of them (``iter_pages``'s ``carry``)."""
+    return done[-1].carry if done else {}
+
+
 def _line_of(page: DonePage) -> str:
     return json.dumps(asdict(page), ensure_ascii=False) + "\n"
 
@@ -85,6 +91,7 @@ def _page_of(line: str) -> DonePage | None:
             empty_ocr=bool(raw.get("empty_ocr")),
             unreadable=bool(raw.get("unreadable")),
             cut_objects=int(raw.get("cut_objects", 0)),
+            carry=dict(raw.get("carry") or {}),
         )
     except (ValueError, TypeError, KeyError) as exc:
         log.info("a checkpoint line is not whole (%s): resuming before it", exc)

@@ -20,6 +20,7 @@ from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import inspect_pdf, iter_pages
 from backend.embedding.base import Embedder
 from backend.errors import CancelledError, DocLensError, KnowledgeBaseDeleted
+from backend.ingestion.checkpoint import carried
 from backend.ingestion.job import Job, chunk_job, pages_done, take_pages
 from backend.ingestion.notes import stored_notes
 from backend.ingestion.read_ahead import PageReader, ReadAhead
@@ -176,7 +177,7 @@ class Ingestor:
             pages = (
                 reader.pages()
                 if reader is not None
-                else iter_pages(item.path, self.settings, get_ocr_engine(self.settings), first_page=len(done))
+                else iter_pages(item.path, self.settings, get_ocr_engine(self.settings), len(done), carried(done))
             )
             take_pages(job, done, pages, self.settings.ingest, self._formula_reader())
             job.chunks = chunk_job(job, self.settings.ingest)

@@ -105,6 +105,7 @@ def take_pages(
             empty_ocr=parsed.ocr and parsed.empty_ocr,
             unreadable=parsed.unreadable,
             cut_objects=parsed.cut_objects,
+            carry=parsed.carry,
         )
         _take(job, page, limits)
         checkpoint.append(page)

@@ -10,7 +10,7 @@ from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
 from backend.documents.scanned import has_scanned_pages
 from backend.errors import CancelledError
-from backend.ingestion.checkpoint import PageCheckpoint
+from backend.ingestion.checkpoint import PageCheckpoint, carried
 from backend.ingestion.uploads import UploadItem, check_readable, doc_id_of, file_sha256
 from backend.knowledge_bases.open_kb import OpenKB
 from backend.settings import Settings
@@ -36,11 +36,13 @@ class PageReader:
         settings: Settings,
         cancel: Optional[threading.Event],
         first_page: int = 0,  # pages an interrupted upload of it parsed already (ingestion.checkpoint)
+        carry: Optional[dict] = None,  # what the page before first_page hands on (documents.pdf)
     ) -> None:
         self.item = item
         self.sha = sha
         self.page_count = page_count
         self.first_page = first_page
+        self._carry = carry
         self._settings = settings
         self._cancel = cancel
         self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
@@ -93,7 +95,7 @@ class PageReader:
         return True
 
     def _read_pages(self) -> None:
-        pages = iter_pages(self.item.path, self._settings, get_ocr_engine(self._settings), self.first_page)
+        pages = iter_pages(self.item.path, self._settings, get_ocr_engine(self._settings), self.first_page, self._carry)
         try:
             for page in pages:
                 if not self._hand_over(page):
@@ -144,8 +146,8 @@ class ReadAhead:
             page_count = inspect_pdf(following.path, self._settings)
         except Exception:
             return
-        done = len(PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load())
-        self._reader = PageReader(following, sha, page_count, self._settings, self._cancel, done)
+        done = PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load()
+        self._reader = PageReader(following, sha, page_count, self._settings, self._cancel, len(done), carried(done))
 
     def take(self, item: UploadItem) -> Optional[PageReader]:
         """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""

@@ -19,6 +19,7 @@ from backend.types import Figure, PageText, ProgressEvent
 from tests.backend.ingestion.support import LAYOUT
 from tests.conftest import MODEL_CACHE, make_settings
 from tests.support.kill import kill_when
+from tests.support.text_pdf import write_scanned_pdf
 
 SCAN = LAYOUT / "scanned_zh_en_20p.pdf"  # 20 scanned pages: about 20 s of OCR on 2 cores
 KB = "book"
@@ -167,3 +168,31 @@ def test_ctrl_c_keeps_the_pages_read_and_a_cancel_does_not(fresh_service):
     events: list[ProgressEvent] = []
     [result] = fresh_service.ingest(KB, [native], progress=events.append)
     assert result.status == "indexed" and [e.current for e in events if e.stage == "parse"][0] == 1
+
+
+def test_a_resumed_scan_drops_its_running_header_as_a_whole_run_does(fresh_service, tmp_path):
+    """The first page OCR'd after a resume kept its running header: the line repeated atop the page before
+    is what marks it, and the resumed run had not read that page. Each kept page now carries it."""
+    header = "Harbour Notes of the Lighthouse Keeper"
+    pages = [[header, f"On day {n} the keeper logged the tide at dawn and at dusk."] for n in range(1, 6)]
+    scan = write_scanned_pdf(tmp_path / "tides.pdf", pages)
+
+    def stop_at_page_3(event: ProgressEvent) -> None:
+        if event.stage == "ocr" and event.current == 3:
+            raise KeyboardInterrupt
+
+    for kb in ("whole", KB):
+        fresh_service.create_kb(kb)
+    fresh_service.ingest("whole", [scan])
+    with pytest.raises(KeyboardInterrupt):
+        fresh_service.ingest(KB, [scan], progress=stop_at_page_3)
+    [result] = fresh_service.ingest(KB, [scan])
+    assert result.status == "indexed"
+    resumed, whole = (_page_texts(fresh_service, kb, scan.name) for kb in (KB, "whole"))
+    assert header not in resumed[2], resumed[2]  # page 3, the first one read after the resume
+    assert resumed == whole
+
+
+def _page_texts(service: DocLens, kb_name: str, file: str) -> list[str]:
+    kb = service.open_kb(kb_name)
+    return [text for _, text in kb.registry.document_text(kb.find_document(file).doc_id)]
