@@ -18,7 +18,7 @@ from ui.api import register_api
 from ui.browser_storage import BROWSER_ID_KEY, CURRENT_KB_KEY, restore_js
 from ui.chat.handlers import ChatHandlers
 from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_of
-from ui.common import no_matplotlib_probe
+from ui.common import UNDOCUMENTED, no_matplotlib_probe
 from ui.i18n.strings import (
     RESTORE_LOCALE_JS,
     SWITCH_LOCALE_JS,
@@ -44,7 +44,6 @@ STYLE_PATH = ASSETS / "style.css"
 SCRIPT_PATH = ASSETS / "doclens.js"
 LOGO_PATH = ASSETS / "logo.svg"
 FIRST_RUN_MARKER = ".doclens-initialized"
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 MODEL_DELAY_S = 6.0
 # The Chat tab shown: its Refresh pressed, once the page's load has put this browser's KB in the picker.
 MARK_LOADED_JS = "() => { window.doclensLoaded = true; }"

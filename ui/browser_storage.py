@@ -13,9 +13,10 @@ from typing import Sequence
 
 import gradio as gr
 
+from ui.common import UNDOCUMENTED
+
 CURRENT_KB_KEY = "doclens-current-kb"
 BROWSER_ID_KEY = "doclens-browser"
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 
 
 def stored_value(key: str, elem_id: str) -> gr.Textbox:

@@ -21,6 +21,8 @@ from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 
 log = logging.getLogger(__name__)
+# The page's own events: off the API page (they serve the UI, not callers of the API).
+UNDOCUMENTED = {"api_visibility": "undocumented"}
 
 ALL_DOCUMENTS = "*"  # the doc filter's value for "all documents" (no PDF is called "*")
 PICKER_CHOICES = 100  # file names a document picker holds at once
@@ -122,7 +124,7 @@ class ChangeSteps:
 
         inputs = [c for _, step_inputs, _ in steps for c in step_inputs]
         outputs = [c for _, _, step_outputs in steps for c in step_outputs]
-        return trigger(run, inputs, outputs, api_name=api_name, queue=False, api_visibility="undocumented")
+        return trigger(run, inputs, outputs, api_name=api_name, queue=False, **UNDOCUMENTED)
 
 
 def hide_if_shown(shown: Any) -> Any:

@@ -11,14 +11,13 @@ from typing import Any, Optional
 
 import gradio as gr
 
-from ui.common import hide_if_shown
+from ui.common import UNDOCUMENTED, hide_if_shown
 from ui.i18n.strings import label, lang_of, text
 from ui.latex import formula_images_shown
 from ui.web_files import ShownFiles, shown_files
 
 log = logging.getLogger(__name__)
 
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 EXPORT_NAME = "doclens-conversation.md"
 MAX_EXPORT_CHARS = 2_000_000  # a conversation longer than this is cut, saying so
 

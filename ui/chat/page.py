@@ -13,11 +13,9 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import ChangeSteps, actor, hide_if_shown, kb_names, picker_matches
+from ui.common import UNDOCUMENTED, ChangeSteps, actor, hide_if_shown, kb_names, picker_matches
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
-
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 
 
 @dataclass

@@ -15,13 +15,12 @@ from backend.service import DocLens
 from backend.types import SearchResult
 from ui.chat import panels
 from ui.chat.handlers import ChatHandlers, normalize_messages, source_state
-from ui.common import DocFilter, actor, error_text, selected_files, warning_md
+from ui.common import UNDOCUMENTED, DocFilter, actor, error_text, selected_files, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.latex import document_text, literal_text, md_literal
 
 log = logging.getLogger(__name__)
 
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 SEARCH_OUTPUTS = 7  # chatbot, question, sources, confidence, chart, every answer's sources, page preview
 
 

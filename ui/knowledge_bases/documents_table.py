@@ -19,7 +19,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from backend.types import DOCUMENT_SORTS, DocumentInfo, DocumentPage
-from ui.common import ChangeSteps, actor, hide_if_shown, shows_errors, warning_md
+from ui.common import UNDOCUMENTED, ChangeSteps, actor, hide_if_shown, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.knowledge_bases.upload_jobs import UploadJobs
 from ui.knowledge_bases.view import doc_headers, document_status
@@ -29,7 +29,6 @@ log = logging.getLogger(__name__)
 
 PAGE_ROWS = 20
 MAX_VIEWS = 2000  # browser sessions whose view is remembered (the oldest is forgotten first)
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 DATATYPES = ["str", "number", "number", "number", "str", "str", "str"]
 
 

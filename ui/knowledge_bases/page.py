@@ -9,14 +9,12 @@ import gradio as gr
 
 from backend.service import DocLens
 from ui.browser_storage import BROWSER_ID_KEY, stored_value
-from ui.common import ChangeSteps, kb_names, pick, picker_matches
+from ui.common import UNDOCUMENTED, ChangeSteps, kb_names, pick, picker_matches
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
 from ui.knowledge_bases.sharing import RoleControls, SharingHandlers, build_sharing_panel, wire_role_controls
 from ui.knowledge_bases.trash import TrashHandlers, trash_headers
-
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 
 
 @dataclass

@@ -10,13 +10,12 @@ from typing import Any, Optional
 import gradio as gr
 
 from backend.service import DocLens, Role
-from ui.common import ChangeSteps, actor, shows_errors, warning_md
+from ui.common import UNDOCUMENTED, ChangeSteps, actor, shows_errors, warning_md
 from ui.i18n.strings import label, lang_of, text
 from ui.icons import icon
 from ui.knowledge_bases.handlers import hidden
 from ui.latex import md_literal
 
-UNDOCUMENTED = {"api_visibility": "undocumented"}
 EVERYONE = "*"
 
 

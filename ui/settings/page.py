@@ -7,6 +7,7 @@ from typing import Any
 import gradio as gr
 
 from backend.service import DocLens
+from ui.common import UNDOCUMENTED
 from ui.i18n.strings import label
 from ui.settings.handlers import EMBEDDING_PROVIDERS, OCR_ENGINES, SESSION_NOTE, SettingsHandlers
 
@@ -167,13 +168,9 @@ def build_settings_tab(service: DocLens, profile: gr.State, admin: str = "") -> 
         api_visibility="private",
     )
     typed_llm = [llm_url, llm_model, vision_model, llm_key, llm_timeout, profile]  # tested as typed, before Apply
-    test_llm.click(handlers.check_llm, typed_llm, status, api_name="settings_test_llm", api_visibility="undocumented")
-    test_vision.click(
-        handlers.check_vision, typed_llm, status, api_name="settings_test_vision", api_visibility="undocumented"
-    )
-    test_embedding.click(
-        handlers.check_embedding, None, status, api_name="settings_test_embedding", api_visibility="undocumented"
-    )
+    test_llm.click(handlers.check_llm, typed_llm, status, api_name="settings_test_llm", **UNDOCUMENTED)
+    test_vision.click(handlers.check_vision, typed_llm, status, api_name="settings_test_vision", **UNDOCUMENTED)
+    test_embedding.click(handlers.check_embedding, None, status, api_name="settings_test_embedding", **UNDOCUMENTED)
     return SettingsFields(handlers, [note, *fields, embedding_key], profile, status)
 
 
