@@ -24,6 +24,9 @@ _MATH_CHARS = (
     | {chr(c) for c in range(0x2200, 0x2300)}
 )
 _EQUATION_NUMBER = re.compile(r"\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)\s*$")
+# The same standing as a word of its own anywhere: OCR reads a fraction row by row, and the number, on the
+# numerator's row, comes before the denominator ("… V (1) √dk").
+_EQUATION_NUMBER_WORD = re.compile(r"(?:^|\s)(\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\))(?=\s|$)")
 _WORD = re.compile(r"[A-Za-z]{4,}")
 _MATH_WORDS = {
     "sinh",
@@ -246,8 +249,9 @@ class ScannedFormulas:
         self.found: list[DrawnFormula] = []
 
     def mark(self, text: str, box: tuple[float, float, float, float]) -> str:
-        number = _EQUATION_NUMBER.search(text)
-        reading = text[: number.start()].strip() if number else text
+        numbers = list(_EQUATION_NUMBER_WORD.finditer(text))
+        number = numbers[-1] if numbers else None
+        reading = " ".join((text[: number.start()] + text[number.end() :]).split()) if number else text
         if not _RELATION.search(reading):  # "2001/10/12", "a/b": no formula to read
             return text
         pad = 0.3 * (box[3] - box[1])
@@ -255,7 +259,7 @@ class ScannedFormulas:
         crop = (max(0, box[0] - pad), max(0, box[1] - pad), min(width, box[2] + pad), min(height, box[3] + pad))
         self.found.append(DrawnFormula(self.page, len(self.found) + 1, self.image.crop(tuple(round(v) for v in crop))))
         marked = formula_mark(self.found[-1].key, reading)
-        return f"{marked} {number.group(0).strip()}" if number else marked
+        return f"{marked} {number.group(1).strip()}" if number else marked
 
 
 def formula_mark(key: str, ocr: str) -> str:

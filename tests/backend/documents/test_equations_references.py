@@ -130,3 +130,16 @@ def test_a_scanned_paragraph_without_a_relation_is_not_taken_for_a_formula():
     assert formulas.mark("E=mc² (2)", (300, 500, 500, 540)) == "[formula image p4_eq1, OCR: E=mc²] (2)"
     [found] = formulas.found
     assert found.file_name == "p4_eq1.png" and found.image.size == (224, 64)  # the box and a margin of 0.3 its height
+
+
+def test_a_scanned_fraction_s_number_goes_after_its_mark_where_ocr_reads_it_mid_way():
+    """OCR reads a display fraction row by row: its number, on the numerator's row, came before the
+    denominator ("… V (1) √dk") and stayed inside the formula's reading."""
+    from PIL import Image
+
+    from backend.documents.equations import ScannedFormulas
+
+    formulas = ScannedFormulas(2, Image.new("RGB", (800, 1000), "white"))
+    marked = formulas.mark("Attention(Q,K,V)=softmax(QKT-)V (1) √dk", (100, 300, 700, 380))
+    assert marked == "[formula image p2_eq1, OCR: Attention(Q,K,V)=softmax(QKT-)V √dk] (1)"
+    assert formulas.mark("f (x) = g(1) + h (2.1a)", (100, 500, 700, 540)).endswith("OCR: f (x) = g(1) + h] (2.1a)")
