@@ -83,7 +83,6 @@ def preparation_step(lang: str, step: str) -> str:
         "bundled:write": text(lang, "writing the full model", "写出完整模型"),
         "bundled:package": text(lang, "packaging it for sentence-transformers", "打包为 sentence-transformers 模型"),
         "int8:export": text(lang, "exporting it to OpenVINO", "导出为 OpenVINO 模型"),
-        "int8:calibrate": text(lang, "reading the calibration texts", "读取校准文本"),
         "int8:quantize": text(lang, "quantizing it to int8", "量化为 int8"),
         "int8:save": text(lang, "saving the int8 model", "保存 int8 模型"),
         "onnxruntime:export": text(lang, "exporting it to ONNX", "导出为 ONNX 模型"),

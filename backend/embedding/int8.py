@@ -5,7 +5,8 @@ float32 vectors.
 
 The sentence-transformers folder is converted once to OpenVINO, and NNCF quantizes its linear layers to
 int8. NNCF calibrates the activation ranges on ``assets/embedding-calibration.jsonl``, original passages in
-Chinese and English of the kinds PDFs hold, so every machine builds the same model. Attention stays in
+Chinese and English of the kinds PDFs hold, so every machine builds the same model; the statistics that takes
+ship beside them (``int8_calibration``), so a first start need not run the model to collect them. Attention stays in
 bfloat16/float32. The result lands atomically in ``<model folder>-openvino-int8/`` next to the model it
 came from, like the bundled build itself.
 """
@@ -37,6 +38,13 @@ from backend.embedding.base import (
 from backend.embedding.builds import build_once, report_step
 from backend.embedding.bundled import bundled_folder_and_length, hf_offline
 from backend.embedding.fast_tokens import mean_pooled, tokenizer_for
+from backend.embedding.int8_calibration import (
+    FLOAT_LAYERS_PATTERN,
+    INPUT_NAMES,
+    model_inputs,
+    quantized,
+    write_statistics,
+)
 from backend.errors import EmbeddingError
 from backend.settings import Settings
 
@@ -46,20 +54,13 @@ INT8_SUFFIX = "-openvino-int8"
 SUPERSEDED_SUFFIX = "-onnx-int8"
 INT8_MARKER = "doclens-openvino.json"
 MODEL_FILE = "model.xml"
-# Where each build step starts, as a share of the build (measured on 2 busy cores: export 34 s, calibration
-# texts 24 s, quantization 331 s, saving 5 s)
-INT8_STEPS = {"calibrate": 0.09, "quantize": 0.15, "save": 0.985}
+# Where each build step starts, as a share of the build (2 cores, quiet, with the shipped statistics: export
+# 9 s, quantization 9 s, saving 2 s; collecting the statistics instead adds about 35 s to the quantization)
+INT8_STEPS = {"quantize": 0.45, "save": 0.9}
 WEIGHTS_FILE = "model.bin"  # written by openvino.save_model beside MODEL_FILE
-INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 EMBEDS_INPUT = "inputs_embeds"  # the looked-up word embeddings, see EmbeddingTable
 # int8 matrix products are only fast (and free of the AVX2 u8*s8 saturation) with VNNI or AMX.
 CPU_INT8_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
-CALIBRATION_FILE = Path(__file__).resolve().parents[2] / "assets" / "embedding-calibration.jsonl"
-# How many calibration passages also go in as (shortened) questions, so query activations are covered.
-CALIBRATION_QUERIES = 32
-# The feed-forward output of layers 4 and 5 is where int8 activations lose the most: keeping those two
-# products in float moves the mean cosine to float32 from 0.996 to 0.998 for ~3 % of the speed-up.
-FLOAT_LAYERS_PATTERN = r".*encoder\.layer\.(4|5)\.output\.dense/.*"
 MAX_STREAMS = 2  # batches of passages embedded side by side (see _compiled)
 # OpenVINO prepares kernels for each new input shape (~40 ms each); rounding lengths up to a multiple of
 # 16 lets batches share shapes, for a few percent of padding.
@@ -122,13 +123,11 @@ def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
         import openvino as ov
 
         report_step("int8", "export", 0.0)
-        converted = _convert(model_dir)
-        report_step("int8", "calibrate", INT8_STEPS["calibrate"])
-        feeds = calibration_feeds(model_dir, prompts)
+        converted = convert_model(model_dir)
         report_step("int8", "quantize", INT8_STEPS["quantize"])
-        quantized = _quantize(converted, feeds)
+        model = quantized(converted, model_dir, prompts)  # with the shipped statistics: no model runs
         report_step("int8", "save", INT8_STEPS["save"])
-        ov.save_model(quantized, str(out / MODEL_FILE))
+        ov.save_model(model, str(out / MODEL_FILE))
     marker = {
         "source": model_dir.name,
         "built_at": time.time(),
@@ -142,7 +141,7 @@ def _build_into(work: Path, model_dir: Path, prompts: tuple[str, str]) -> Path:
     return out
 
 
-def _convert(model_dir: Path) -> Any:
+def convert_model(model_dir: Path) -> Any:
     import openvino as ov
     import torch
     from transformers import AutoModel
@@ -164,55 +163,6 @@ def _convert(model_dir: Path) -> Any:
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # tracer chatter about Python control flow, harmless here
         return ov.convert_model(LastHiddenState(model), example_input=inputs)
-
-
-def calibration_feeds(model_dir: Path, prompts: tuple[str, str]) -> list[dict[str, np.ndarray]]:
-    """One model input per calibration text: every passage, and the opening of some as questions."""
-    from transformers import AutoTokenizer
-
-    query_prompt, passage_prompt = prompts
-    passages = [
-        json.loads(line)["text"] for line in CALIBRATION_FILE.read_text(encoding="utf-8").splitlines() if line.strip()
-    ]
-    texts = [passage_prompt + text for text in passages]
-    texts += [query_prompt + _opening(text) for text in passages[:CALIBRATION_QUERIES]]
-    tokenizer = AutoTokenizer.from_pretrained(str(model_dir), local_files_only=True)
-    feeds = []
-    for text in texts:
-        ids = np.asarray([tokenizer(text, truncation=True, max_length=512)["input_ids"]], dtype=np.int64)
-        feeds.append(_model_inputs(ids, np.ones_like(ids)))
-    return feeds
-
-
-def _model_inputs(input_ids: np.ndarray, attention_mask: np.ndarray) -> dict[str, np.ndarray]:
-    """What the converted model reads (single-segment texts: token type 0 throughout)."""
-    return dict(zip(INPUT_NAMES, (input_ids, attention_mask, np.zeros_like(input_ids))))
-
-
-def _opening(text: str) -> str:
-    """The first sentence or line of a passage, as short as a typed question."""
-    for stop in ("\n", "。", ". ", "？", "? "):
-        text = text.split(stop)[0]
-    return text[:60]
-
-
-def _quantize(model: Any, feeds: list[dict[str, np.ndarray]]) -> Any:
-    import nncf
-    from nncf.common.logging.logger import set_log_level
-
-    set_log_level(logging.WARNING)
-    # SmoothQuant (on by default for transformers) cost accuracy on this model and bought no speed.
-    no_smoothing = nncf.AdvancedQuantizationParameters(
-        smooth_quant_alphas=nncf.AdvancedSmoothQuantParameters(matmul=-1)
-    )
-    return nncf.quantize(
-        model,
-        nncf.Dataset(feeds),
-        model_type=nncf.ModelType.TRANSFORMER,
-        subset_size=len(feeds),
-        advanced_parameters=no_smoothing,
-        ignored_scope=nncf.IgnoredScope(patterns=[FLOAT_LAYERS_PATTERN]),
-    )
 
 
 # ----------------------------------------------------------------------------------------------
@@ -313,7 +263,7 @@ class Int8Runner:
 
     def _feed(self, texts: list[str]) -> tuple[dict[str, np.ndarray], np.ndarray]:
         input_ids, mask = self._tokenize(texts)
-        feed = _model_inputs(input_ids, mask)
+        feed = model_inputs(input_ids, mask)
         feed[EMBEDS_INPUT] = self.table.lookup(input_ids)
         return feed, mask
 
@@ -413,3 +363,19 @@ def _without_embedding_lookup(model: Any) -> tuple[Any, EmbeddingTable]:
     embeds.output(0).get_tensor().set_names({EMBEDS_INPUT})
     table = EmbeddingTable(weights.data, scales.data, weights)
     return ov.Model(model.get_results(), list(model.get_parameters()) + [embeds], model.get_friendly_name()), table
+
+
+def write_calibration_statistics(model_dir: Path, prompts: tuple[str, str]) -> Path:
+    """The shipped calibration statistics written again for the bundled model (``int8_calibration``)."""
+    with telemetry_off():
+        return write_statistics(convert_model(model_dir), model_dir, prompts)
+
+
+if __name__ == "__main__":  # python -m backend.embedding.int8: after changing the calibration texts or prompts
+    from backend.embedding.bundled import ensure_bundled_model
+    from backend.settings import load_settings
+
+    logging.basicConfig(level=logging.INFO)
+    write_calibration_statistics(
+        ensure_bundled_model(load_settings().model_cache_dir), (E5_QUERY_PROMPT, E5_PASSAGE_PROMPT)
+    )

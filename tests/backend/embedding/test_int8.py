@@ -20,10 +20,10 @@ from backend.embedding.int8 import (
     MODEL_FILE,
     WEIGHTS_FILE,
     Int8Embedder,
-    calibration_feeds,
     ensure_int8_model,
     int8_model_dir,
 )
+from backend.embedding.int8_calibration import calibration_feeds
 from backend.errors import EmbeddingError
 from tests.backend.embedding.conftest import TEXTS, batched_and_alone, left_behind
 from tests.conftest import MODEL_CACHE, REPO_ROOT, make_settings
