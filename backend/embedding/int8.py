@@ -5,9 +5,9 @@ float32 vectors.
 
 The sentence-transformers folder is converted once to OpenVINO, and NNCF quantizes its linear layers to
 int8. NNCF calibrates the activation ranges on ``assets/embedding-calibration.jsonl``, original passages in
-Chinese and English of the kinds PDFs hold, so every machine builds the same model; the statistics that takes
-ship beside them (``int8_calibration``), so a first start need not run the model to collect them. Attention stays in
-bfloat16/float32. The result lands atomically in ``<model folder>-openvino-int8/`` next to the model it
+Chinese and English of the kinds PDFs hold, so every machine builds the same model; the statistics it collects
+on them ship beside them (``int8_calibration``), so a first start does not run the model to collect them.
+Attention stays in bfloat16/float32. The result lands atomically in ``<model folder>-openvino-int8/`` next to the model it
 came from, like the bundled build itself.
 """
 

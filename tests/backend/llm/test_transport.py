@@ -271,9 +271,10 @@ def test_limiter_halves_on_429_doubles_on_success_and_recovers_with_time() -> No
     limiter = RateLimiter(qps=10, recovery_seconds=3600)
     limiter.on_rate_limited()
     limiter.on_rate_limited()
-    assert limiter.effective_qps == pytest.approx(2.5)
+    # it recovers with time from the first call: a busy machine's pause adds a millionth or so
+    assert limiter.effective_qps == pytest.approx(2.5, rel=1e-3)
     limiter.on_success()
-    assert limiter.effective_qps == pytest.approx(5)
+    assert limiter.effective_qps == pytest.approx(5, rel=1e-3)
     for _ in range(5):
         limiter.on_success()
     assert limiter.effective_qps == 10  # capped at the configured rate
