@@ -161,9 +161,13 @@ BUNDLED_STEPS = (
 # Every step the banner names, in the order shown (the text between "model: " and " (").
 BANNER_STEPS_JS = """
 window.bannerSteps = [];
+window.bannerPercent = 0;
 setInterval(() => {
-  const match = (document.querySelector('#model-banner')?.innerText || '').match(/model: (.*?) \\(/);
+  const text = document.querySelector('#model-banner')?.innerText || '';
+  const match = text.match(/model: (.*?) \\(/);
   if (match && window.bannerSteps[window.bannerSteps.length - 1] !== match[1]) window.bannerSteps.push(match[1]);
+  const percent = text.match(/(\\d+)\\s*%/);
+  if (percent) window.bannerPercent = Math.max(window.bannerPercent, Number(percent[1]));
 }, 100);
 """
 
@@ -195,18 +199,14 @@ def test_a_first_start_shows_the_model_build_and_keeps_uploads_waiting(browser_p
         page.locator("#upload-start").click()
         status = page.locator("#ingest-status")
         status.get_by_text("indexing starts when the embedding model is ready").wait_for(timeout=60_000)
-        # a later step, further along: the fraction comes from the build's own steps (writing lasts seconds;
-        # the packaging after it, a fraction of one)
-        page.wait_for_function(
-            "(step) => { const t = document.querySelector('#model-banner')?.innerText || '';"
-            " return t.includes(step) && /[1-9]\\d*%/.test(t); }",
-            arg=BUNDLED_STEPS[1],
-            timeout=180_000,
-        )
         page.screenshot(path=str(ARTIFACTS / "first-start-banner.png"))
         banner.wait_for(state="hidden", timeout=INGEST_TIMEOUT_MS * 3)
         steps = page.evaluate("window.bannerSteps")
         print(f"\nfirst start: the banner {shown_after:.0f} ms after navigation; its steps: {steps}")
+        # a later step, further along, from the build's own steps (each lasts a few seconds now: the page
+        # records the banner every 100 ms rather than waiting to catch one)
+        assert BUNDLED_STEPS[0] in steps and {BUNDLED_STEPS[1], BUNDLED_STEPS[2]} & set(steps), steps
+        assert page.evaluate("window.bannerPercent") > 0, "the banner shows how far along the build is"
         # Item 12: "loading the model" came before the build's own steps; now it is the last one
         loading = [i for i, step in enumerate(steps) if step == "loading the model"]
         assert not loading or loading[0] > max(i for i, step in enumerate(steps) if step in BUNDLED_STEPS), steps
