@@ -88,15 +88,11 @@ def _quantize(model: Any, data: list[dict[str, np.ndarray]] | StoredStatistics) 
     """NNCF's post-training quantization as ``nncf.quantize`` runs it on an OpenVINO model, with its
     statistics collected on ``data`` (calibration feeds) or read from it (stored statistics)."""
     import nncf
-    from nncf.openvino.graph.model_utils import remove_friendly_name_duplicates
-    from nncf.openvino.graph.nncf_graph_builder import GraphConverter
     from nncf.openvino.quantization.backend_parameters import is_weight_compression_needed
     from openvino._offline_transformations import compress_quantize_weights_transformation
 
-    model = remove_friendly_name_duplicates(model)
-    algorithm, parameters = _algorithm(data.subset_size if isinstance(data, StoredStatistics) else len(data))
-    graph = GraphConverter.create_nncf_graph(model)
-    points = algorithm.get_statistic_points(model, graph)
+    subset_size = data.subset_size if isinstance(data, StoredStatistics) else len(data)
+    model, algorithm, parameters, graph, points = _prepared(model, subset_size)
     if isinstance(data, StoredStatistics):
         _load_into(points, model, data)
         result = algorithm.apply(model, graph, statistic_points=points)
@@ -105,6 +101,18 @@ def _quantize(model: Any, data: list[dict[str, np.ndarray]] | StoredStatistics) 
     if is_weight_compression_needed(parameters):
         compress_quantize_weights_transformation(result)  # int8 weights on disk, as nncf.quantize stores them
     return result
+
+
+def _prepared(model: Any, subset_size: int) -> tuple[Any, Any, Any, Any, Any]:
+    """What quantizing and collecting share: the model with unique layer names, the algorithm and its
+    parameters, the model's NNCF graph and the statistic points the algorithm needs."""
+    from nncf.openvino.graph.model_utils import remove_friendly_name_duplicates
+    from nncf.openvino.graph.nncf_graph_builder import GraphConverter
+
+    model = remove_friendly_name_duplicates(model)
+    algorithm, parameters = _algorithm(subset_size)
+    graph = GraphConverter.create_nncf_graph(model)
+    return model, algorithm, parameters, graph, algorithm.get_statistic_points(model, graph)
 
 
 def _algorithm(subset_size: int) -> tuple[Any, Any]:
@@ -144,14 +152,10 @@ def collected_statistics(model: Any, feeds: list[dict[str, np.ndarray]]) -> dict
     """The statistics the quantization collects on ``feeds``, as the file's entries."""
     import nncf
     from nncf.common.factory import StatisticsAggregatorFactory
-    from nncf.openvino.graph.model_utils import remove_friendly_name_duplicates
-    from nncf.openvino.graph.nncf_graph_builder import GraphConverter
 
-    model = remove_friendly_name_duplicates(model)
-    algorithm, _ = _algorithm(len(feeds))
-    graph = GraphConverter.create_nncf_graph(model)
+    model, _, _, graph, points = _prepared(model, len(feeds))
     aggregator = StatisticsAggregatorFactory.create(model, nncf.Dataset(feeds))
-    aggregator.register_statistic_points(algorithm.get_statistic_points(model, graph))
+    aggregator.register_statistic_points(points)
     aggregator.collect_statistics(model, graph)
     entries: dict[str, Any] = {}
     for _, point, collector in aggregator.statistic_points.get_tensor_collectors():
