@@ -139,6 +139,14 @@ def choose(page, elem_id: str, value: str) -> None:
     page.wait_for_timeout(300)
 
 
+def picked_tokens(page, elem_id: str) -> list[str]:
+    """What a multiselect dropdown shows as picked (its tokens' text, without the remove mark)."""
+    return page.evaluate(
+        "(id) => [...document.querySelectorAll(`#${id} .token`)].map((t) => t.innerText.replace('×', '').trim())",
+        elem_id,
+    )
+
+
 def dropdown_options(page, elem_id: str) -> list[str]:
     field(page, elem_id).click()
     options = page.get_by_role("option")

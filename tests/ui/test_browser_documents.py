@@ -28,6 +28,7 @@ from tests.ui.browser_support import (
     field,
     new_kb_with,
     open_tab,
+    picked_tokens,
     skip_without_chromium,
     type_text,
     wait_idle,
@@ -218,6 +219,39 @@ def test_the_document_pickers_offer_what_is_typed_not_the_whole_library(library_
     page.locator("#doc-delete-confirmation-no").click()
 
 
+@pytest.mark.parametrize("tab, picker", [(None, "doc-filter"), ("Knowledge base", "doc-delete-pick")])
+def test_a_key_answered_late_does_not_bring_back_an_earlier_prefixs_names(
+    library_app: RunningApp, page, tab: str | None, picker: str
+) -> None:
+    """Typing "survey 0998" with the answer to "survey 099" held back (as a loaded server delays one): the
+    list goes from a hundred names to one. Gradio 6.31's single-select picker then kept drawing names of the
+    hundred below the one match (this test's KB case failed so, and the typing test beside it failed in CI
+    three tries running); the pickers are multiselects, and an answer arriving late changes nothing."""
+    page.goto(library_app.url)
+    wait_idle(page)
+    if tab:
+        open_tab(page, tab)
+        wait_idle(page)
+    held: list = []
+
+    def hold_the_shorter_prefix(route) -> None:
+        if not held and '"input_value": "survey 099"' in json.dumps(json.loads(route.request.post_data or "{}")):
+            held.append(route)
+        else:
+            route.continue_()
+
+    page.route("**/run/predict", hold_the_shorter_prefix)
+    field(page, picker).click()
+    page.keyboard.type("survey 0998", delay=30)
+    page.wait_for_function(OFFERED_ALONE, arg="survey 09980.pdf", timeout=30_000)
+    assert held, "the request of the shorter prefix was held"
+    with page.expect_response(lambda response: response.request.post_data == held[0].request.post_data):
+        held[0].continue_()
+    page.wait_for_timeout(500)  # the page applies what the late answer says
+    offered = page.evaluate("() => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim())")
+    assert offered == ["survey 09980.pdf"], offered[:5]
+
+
 OFFERED_ALONE = (
     "(wanted) => [...document.querySelectorAll('[role=option]')].map((o) => o.innerText.trim()).join() === wanted"
 )
@@ -284,7 +318,7 @@ def test_a_row_offers_its_stored_original_for_download(library_app: RunningApp, 
     cell(page, 1, 1).click()
     download = page.locator("#doc-download")
     download.get_by_text(f"Download {paper(KEPT)}").wait_for()
-    assert field(page, "doc-delete-pick").input_value() == paper(KEPT), "the row is also the one to delete"
+    assert picked_tokens(page, "doc-delete-pick") == [paper(KEPT)], "the row is also the one to delete"
     with page.expect_download() as info:
         download.click()
     saved = Path(info.value.path())

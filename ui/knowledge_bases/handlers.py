@@ -13,7 +13,7 @@ import gradio as gr
 from backend.errors import DocLensError
 from backend.service import DocLens
 from backend.types import SEARCH_MODES, ProgressEvent
-from ui.common import actor, document_files, error_text, kb_dropdown, shows_errors, warning_md
+from ui.common import DocFilter, actor, document_files, error_text, kb_dropdown, selected_file, shows_errors, warning_md
 from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 from ui.knowledge_bases.documents_table import DocumentsTable
@@ -189,11 +189,11 @@ class KBHandlers:
         """No document is picked for the user: deleting must be a choice, not the default."""
         return gr.update(choices=document_files(self.service, kb, actor(request)), value=None)
 
-    def ask_delete_document(self, kb: Optional[str], file: Optional[str], request: gr.Request = None) -> tuple:
+    def ask_delete_document(self, kb: Optional[str], file: DocFilter, request: gr.Request = None) -> tuple:
         """Outputs: confirmation row, confirmation text, pending {"kb", "file"}, status. Nothing chosen: the
         status says so (the confirmation row stays hidden, and a message inside it was never seen)."""
         lang = lang_of(request)
-        if not kb or not file:
+        if not kb or not (file := selected_file(file)):  # the picker is a multiselect of one
             return hidden(), "", None, warning_md(text(lang, "Choose a document first.", "请先选择文档。"))
         return (
             gr.update(visible=True),

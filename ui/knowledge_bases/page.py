@@ -267,11 +267,15 @@ def build_documents(
     table_parts = build_documents_table(handlers.table, kb_active, kb_status, kb_changed)
     docs_table = table_parts.table
     with gr.Row(elem_classes="dl-kb-row") as delete_row:
+        # A multiselect of one: Gradio 6.31's single-select list kept drawing the names of an earlier answer
+        # when the names offered for what is typed shrank from a hundred to one.
         doc_pick = gr.Dropdown(
             label=label("Document", "文档"),
             choices=[],
             value=None,
-            allow_custom_value=True,
+            multiselect=True,
+            max_choices=1,
+            allow_custom_value=True,  # a row clicked in the table picks its file, among the names offered or not
             elem_id="doc-delete-pick",
             scale=3,
             min_width=200,
