@@ -188,25 +188,50 @@ class LatestOnly:
     """Tells whether a request is still a browser's newest for one picker. Each key sends its own request
     (trigger_mode "multiple"): Gradio 6.31's "always_last" re-sends the first waiting key's text, not the
     last, so on a loaded server the list ended on an older prefix's names; with one request per key, an
-    older one that finishes last must not replace the newer matches."""
+    older one that finishes last must not replace the newer matches. Keys are ordered by the time the
+    browser stamped them (a loaded server's event loop may read two requests in either order), or by
+    arrival when a caller sends no stamp."""
 
     def __init__(self, remembered: int = 4096) -> None:
-        self._newest: OrderedDict[str, int] = OrderedDict()
+        self._newest: OrderedDict[str, float] = OrderedDict()
         self._remembered = remembered  # browsers (session ids) kept, the oldest forgotten
+        self._arrivals = 0
         self._lock = threading.Lock()
 
-    def start(self, browser: str) -> int:
-        """The number of this browser's request that has just arrived."""
+    def start(self, browser: str, stamp: Optional[float] = None) -> float:
+        """The place of this browser's request that has just arrived: its stamp, else its arrival."""
         with self._lock:
-            number = self._newest.pop(browser, 0) + 1
-            self._newest[browser] = number
+            if stamp is None:
+                self._arrivals += 1
+                stamp = float(self._arrivals)
+            self._newest[browser] = max(self._newest.pop(browser, stamp), stamp)
             while len(self._newest) > self._remembered:
                 self._newest.popitem(last=False)
-            return number
+            return stamp
 
-    def is_newest(self, browser: str, number: int) -> bool:
+    def is_newest(self, browser: str, place: float) -> bool:
         with self._lock:
-            return self._newest.get(browser, number) == number
+            return self._newest.get(browser, place) <= place
+
+
+# The key's time in the browser, sent with its request in a hidden box (see LatestOnly).
+KEY_STAMP_JS = "(kb, picked) => [kb, picked, String(performance.now())]"
+
+
+def wire_picker_matches(service: DocLens, picker: gr.Dropdown, kb: gr.Dropdown, api_name: str) -> None:
+    """Each key typed into ``picker`` asks for the names in ``kb`` that match (``picker_matches``)."""
+    stamp = gr.Textbox(None, visible=False)
+    picker.key_up(
+        picker_matches(service),
+        [kb, picker, stamp],
+        picker,
+        js=KEY_STAMP_JS,
+        api_name=api_name,
+        queue=False,
+        show_progress="hidden",
+        trigger_mode="multiple",  # one request per key: see LatestOnly
+        **UNDOCUMENTED,
+    )
 
 
 def picker_matches(service: DocLens) -> Callable[..., Any]:
@@ -215,17 +240,26 @@ def picker_matches(service: DocLens) -> Callable[..., Any]:
     answer is overtaken by a later key's changes nothing."""
     newest = LatestOnly()
 
-    def matches(kb: Optional[str], picked: DocFilter, typed: gr.KeyUpData, request: gr.Request = None) -> Any:
+    def matches(
+        kb: Optional[str], picked: DocFilter, stamp: Optional[str], typed: gr.KeyUpData, request: gr.Request = None
+    ) -> Any:
         if typed.key in KEYS_THAT_KEEP_THE_TEXT:  # new choices would drop the option the arrows reached
             return gr.skip()
         browser = getattr(request, "session_hash", None) or ""
-        number = newest.start(browser)
+        place = newest.start(browser, _stamp(stamp))
         files = document_files(service, kb, actor(request), typed.input_value or "")
-        if not newest.is_newest(browser, number):
+        if not newest.is_newest(browser, place):
             return gr.skip()
         return gr.update(choices=[*files, *(f for f in selected_files(picked) if f not in files)])
 
     return matches
+
+
+def _stamp(sent: Optional[str]) -> Optional[float]:
+    try:
+        return float(sent) if sent else None
+    except ValueError:
+        return None
 
 
 DocFilter = Union[str, list[str], None]  # the Chat tab's multiselect; a single name (or "*") from the API

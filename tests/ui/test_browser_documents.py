@@ -245,6 +245,7 @@ def test_a_key_answered_late_does_not_bring_back_an_earlier_prefixs_names(
     page.keyboard.type("survey 0998", delay=30)
     page.wait_for_function(OFFERED_ALONE, arg="survey 09980.pdf", timeout=30_000)
     assert held, "the request of the shorter prefix was held"
+    assert float(json.loads(held[0].request.post_data)["data"][-1]) > 0, "each key carries the browser's stamp"
     with page.expect_response(lambda response: response.request.post_data == held[0].request.post_data):
         held[0].continue_()
     page.wait_for_timeout(500)  # the page applies what the late answer says

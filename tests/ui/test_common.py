@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.util
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any, Callable, Iterator
 
 import gradio as gr
 import pytest
@@ -52,20 +54,39 @@ def test_only_a_browsers_newest_key_changes_its_picker() -> None:
     assert newest.is_newest("a", first)
 
 
-def test_arrow_keys_leave_the_pickers_list_alone(tmp_path: Path) -> None:
-    """New choices landing after ArrowDown dropped the option it reached (Enter then kept the typed text)."""
+@contextlib.contextmanager
+def picker_on(tmp_path: Path, documents: int) -> Iterator[Callable[..., Any]]:
+    """A file picker's key handler over a KB "few" of ``documents`` papers ("paper 0.pdf" ...)."""
     with DocLens(make_settings(tmp_path / "data")) as service:
         kb = service.create_kb("few")
         Registry(tmp_path / "data" / "kbs" / kb.collection).add_documents(
-            registered_documents(3, lambda i: f"paper {i}.pdf")
+            registered_documents(documents, lambda i: f"paper {i}.pdf")
         )
-        matches = picker_matches(service)
+        yield picker_matches(service)
+
+
+def key(typed: str, input_value: str) -> gr.KeyUpData:
+    return gr.KeyUpData(None, {"key": typed, "input_value": input_value})
+
+
+def test_a_key_stamped_earlier_that_arrives_later_changes_nothing(tmp_path: Path) -> None:
+    """A loaded server's event loop may read two keys' requests in either order: the browser's stamp, not
+    the arrival, says which key is the newer (the older prefix's names would replace the match)."""
+    with picker_on(tmp_path, 30) as matches:
         browser = SimpleNamespace(session_hash="s1", username=None)
-        typed = gr.KeyUpData(None, {"key": "2", "input_value": "paper 2"})
-        assert matches("few", None, typed, browser)["choices"] == ["paper 2.pdf"]
-        for key in ("ArrowDown", "Enter"):
-            arrow = gr.KeyUpData(None, {"key": key, "input_value": "paper 2"})
-            assert matches("few", None, arrow, browser) == gr.skip()
+        assert matches("few", None, "2000.5", key("2", "paper 2"), browser)["choices"][0] == "paper 2.pdf"
+        assert matches("few", None, "1999.0", key(" ", "paper "), browser) == gr.skip()
+        api = SimpleNamespace(session_hash="s2", username=None)  # a caller that sends no stamp: by arrival
+        assert len(matches("few", None, None, key("r", "paper"), api)["choices"]) == 30
+
+
+def test_arrow_keys_leave_the_pickers_list_alone(tmp_path: Path) -> None:
+    """New choices landing after ArrowDown dropped the option it reached (Enter then kept the typed text)."""
+    with picker_on(tmp_path, 3) as matches:
+        browser = SimpleNamespace(session_hash="s1", username=None)
+        assert matches("few", None, None, key("2", "paper 2"), browser)["choices"] == ["paper 2.pdf"]
+        for arrow in ("ArrowDown", "Enter"):
+            assert matches("few", None, None, key(arrow, "paper 2"), browser) == gr.skip()
 
 
 class _SearchesRecorded(importlib.abc.MetaPathFinder):

@@ -13,7 +13,7 @@ from ui.chat import panels
 from ui.chat.export import build_export, wire_export
 from ui.chat.handlers import ChatHandlers
 from ui.chat.search import SearchHandlers, search_button, wire_search
-from ui.common import UNDOCUMENTED, ChangeSteps, actor, hide_if_shown, kb_names, picker_matches
+from ui.common import UNDOCUMENTED, ChangeSteps, actor, hide_if_shown, kb_names, wire_picker_matches
 from ui.i18n.strings import label
 from ui.latex import LATEX_DELIMITERS
 
@@ -189,16 +189,7 @@ def build_chat_tab(service: DocLens, handlers: ChatHandlers, llm_profile: Option
     kb_changed.add(lambda shown, request: hide_if_shown(shown), [export_download], [export_download])
     changed = kb_changed.wire(kb_select.change, "chat_kb_changed")
     doc_filter.change(handlers.clear, None, fresh_view, api_name="chat_doc_changed", queue=False, **UNDOCUMENTED)
-    doc_filter.key_up(
-        picker_matches(service),
-        [kb_select, doc_filter],
-        doc_filter,
-        api_name="chat_doc_matches",
-        queue=False,
-        show_progress="hidden",
-        trigger_mode="multiple",  # one request per key: see ui.common.LatestOnly
-        **UNDOCUMENTED,
-    )
+    wire_picker_matches(service, doc_filter, kb_select, "chat_doc_matches")
     # In the browser alone (no server step): each event costs the page a pass over all its components.
     changed.then(None, kb_select, last_kb, js="(kb) => kb", api_name="chat_remember_kb", **UNDOCUMENTED)
     fresh = [send.click, question.submit, search.click, clear.click]

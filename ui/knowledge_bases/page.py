@@ -9,7 +9,7 @@ import gradio as gr
 
 from backend.service import DocLens
 from ui.browser_storage import BROWSER_ID_KEY, stored_value
-from ui.common import UNDOCUMENTED, ChangeSteps, kb_names, pick, picker_matches
+from ui.common import UNDOCUMENTED, ChangeSteps, kb_names, pick, wire_picker_matches
 from ui.i18n.strings import label
 from ui.knowledge_bases.documents_table import build_documents_table, offer_on_select
 from ui.knowledge_bases.handlers import EVAL_MODES, POLL_SECONDS, KBHandlers
@@ -287,16 +287,7 @@ def build_documents(
         "doc-delete-confirmation", label("Yes, delete the file", "确认删除文件"), label("Keep it", "保留")
     )
     offer_on_select(table_parts, handlers.table, doc_pick)
-    doc_pick.key_up(
-        picker_matches(handlers.service),
-        [kb_active, doc_pick],
-        doc_pick,
-        api_name="kb_file_matches",
-        queue=False,
-        show_progress="hidden",
-        trigger_mode="multiple",  # one request per key: see ui.common.LatestOnly
-        **UNDOCUMENTED,
-    )
+    wire_picker_matches(handlers.service, doc_pick, kb_active, "kb_file_matches")
     pending = gr.State(None)
     doc_delete.click(
         handlers.ask_delete_document,
