@@ -6,6 +6,7 @@ import functools
 import importlib.util
 import inspect
 import logging
+import math
 import re
 import sys
 import threading
@@ -256,10 +257,12 @@ def picker_matches(service: DocLens) -> Callable[..., Any]:
 
 
 def _stamp(sent: Optional[str]) -> Optional[float]:
+    """The browser's stamp of a key (None when absent or not a finite number: then the arrival counts)."""
     try:
-        return float(sent) if sent else None
+        value = float(sent) if sent else None
     except ValueError:
         return None
+    return value if value is not None and math.isfinite(value) else None
 
 
 DocFilter = Union[str, list[str], None]  # the Chat tab's multiselect; a single name (or "*") from the API

@@ -78,6 +78,8 @@ def test_a_key_stamped_earlier_that_arrives_later_changes_nothing(tmp_path: Path
         assert matches("few", None, "1999.0", key(" ", "paper "), browser) == gr.skip()
         api = SimpleNamespace(session_hash="s2", username=None)  # a caller that sends no stamp: by arrival
         assert len(matches("few", None, None, key("r", "paper"), api)["choices"]) == 30
+        odd = SimpleNamespace(session_hash="s3", username=None)  # a stamp that is no number: by arrival too
+        assert len(matches("few", None, "nan", key("r", "paper"), odd)["choices"]) == 30
 
 
 def test_arrow_keys_leave_the_pickers_list_alone(tmp_path: Path) -> None:
