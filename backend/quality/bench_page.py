@@ -231,8 +231,10 @@ def reload_mid_upload(page: Any, upload: Path) -> float:
     # the progress, or (an upload too short for the reload) how it ended: said, not waited for in vain
     page.locator("#ingest-status .dl-progress, #ingest-status table").first.wait_for()
     if not page.locator("#ingest-status .dl-progress").count():
+        shown = page.locator("#ingest-status").inner_text()[:300]
         raise DocLensError(
-            f"bench-page: {upload.name} was indexed before the reloaded page came back; use a longer file"
+            f"bench-page: {upload.name} ended before the reloaded page came back; use a longer file "
+            f"(the page showed: {shown!r})"
         )
     felt = time.perf_counter() - started
     page.locator("#upload-cancel").click()

@@ -58,3 +58,18 @@ def write_scanned_pdf(path: Path, pages: Sequence[Sequence[str]], dpi: int = 200
     source.unlink()
     images[0].save(path, format="PDF", resolution=float(dpi), save_all=True, append_images=images[1:])
     return path
+
+
+def repeat_pages(path: Path, times: int) -> Path:
+    """The PDF's pages over and over, ``times`` in all: a long document at the cost of a short one."""
+    source = pdfium.PdfDocument(str(path))
+    longer = pdfium.PdfDocument.new()
+    try:
+        for _ in range(times):
+            longer.import_pages(source)
+        longer.save(str(path.with_name(path.stem + "-long.pdf")))
+    finally:
+        longer.close()
+        source.close()
+    path.with_name(path.stem + "-long.pdf").replace(path)
+    return path
