@@ -207,7 +207,7 @@ def wire_page_load(demo: gr.Blocks, page: Page) -> None:
         session_restorer(page, first_banner),
         [*kept, fields.profile],
         [*kept, *banner_outputs, *kb.upload_progress, *fields.fields, *page.tabs],
-        js=restore_js(RESTORE_LOCALE_JS, [CURRENT_KB_KEY, BROWSER_ID_KEY]),
+        js=restore_js(RESTORE_LOCALE_JS, [CURRENT_KB_KEY, BROWSER_ID_KEY], made=[BROWSER_ID_KEY]),
         api_name="page_language",
         queue=False,
         **UNDOCUMENTED,

@@ -27,13 +27,24 @@ def stored_value(key: str, elem_id: str) -> gr.Textbox:
     return box
 
 
-def restore_js(first: str, keys: Sequence[str]) -> str:
+def restore_js(first: str, keys: Sequence[str], made: Sequence[str] = ()) -> str:
     """A load event's js: ``first`` (an async js function: the first input's value), then the value stored
-    under each of ``keys`` (null when none), as the event's inputs."""
-    reads = ", ".join(f"read({json.dumps(key)})" for key in keys)
+    under each of ``keys`` (null when none), as the event's inputs. A key in ``made`` that holds nothing
+    gets a new random id, stored before the event is sent: made later (by the server, on a first upload),
+    a reload right after that upload came before the id was stored and lost the upload to "another
+    browser"."""
+    reads = ", ".join(f"{'make' if key in made else 'read'}({json.dumps(key)})" for key in keys)
     return f"""
 async (...inputs) => {{
   const read = (key) => {{ try {{ return JSON.parse(localStorage.getItem(key)); }} catch (e) {{ return null; }} }};
+  const make = (key) => {{
+    const kept = read(key);
+    if (kept) return kept;
+    const bytes = crypto.getRandomValues(new Uint8Array(16));  // also where randomUUID is not (plain http)
+    const id = Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+    try {{ localStorage.setItem(key, JSON.stringify(id)); }} catch (e) {{}}
+    return id;
+  }};
   const first = await ({first.strip()})();
   return [first, {reads}];
 }}

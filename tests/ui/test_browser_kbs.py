@@ -151,6 +151,24 @@ def test_a_reload_reattaches_to_the_running_upload(doclens_app: RunningApp, page
     assert scan.name not in page.locator("#docs-table").inner_text()
 
 
+STORED_BROWSER_ID = "() => JSON.parse(localStorage.getItem('doclens-browser'))"
+
+
+def test_a_browser_keeps_its_id_before_its_first_upload(doclens_app: RunningApp, page) -> None:
+    """A reload right after a browser's first upload showed it as "started in another browser" (bench-page,
+    twice in CI): the id that upload made was stored by a later event, which the reload came before. The
+    page now keeps an id from its first load, so every upload is sent with the id a reload reads back."""
+    page.goto(doclens_app.url)
+    open_tab(page, "Knowledge base")
+    page.wait_for_function(f"() => !!({STORED_BROWSER_ID})()", timeout=15_000)
+    kept = page.evaluate(STORED_BROWSER_ID)
+    assert len(kept) == 32 and set(kept) <= set("0123456789abcdef"), kept
+    page.reload()
+    open_tab(page, "Knowledge base")
+    wait_idle(page)
+    assert page.evaluate(STORED_BROWSER_ID) == kept
+
+
 BUNDLED_STEPS = (
     "reading the bundled 4-bit weights",
     "writing the full model",

@@ -244,7 +244,7 @@ class KBHandlers:
     )
     def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
-        browser id (made here on a browser's first upload). Runs with preprocess=False: ``files`` are
+        browser id (made here when the browser could not keep one: see restore_js). Runs with preprocess=False: ``files`` are
         FileData dicts, which carry the user's original names. The chosen files stay in the box (and still
         usable) unless the job was accepted."""
         lang = lang_of(request)

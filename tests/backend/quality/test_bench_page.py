@@ -26,8 +26,8 @@ def file_names(settings, folder: Path) -> list[str]:
 def test_the_three_waits_are_timed_and_the_library_stays_as_it_was(tmp_path: Path) -> None:
     skip_without_chromium()
     settings = make_settings(tmp_path / "data")
-    # long enough to outlive the reload on any machine (4, 12 and 40 pages each once ended first in CI,
-    # 40 pages OCR in 17 s here); cancelled once the reload is timed, so its length costs no time
+    # long enough to outlive the reload on any machine (40 pages OCR in 17 s here); cancelled once the
+    # reload is timed, so its length costs no time
     line = "the keeper measured the tide at dawn and at dusk, and wrote it down."
     pages = [[f"Page {n}: {line}", f"Then {line}", f"And {line}"] for n in range(10)]
     upload = repeat_pages(write_scanned_pdf(tmp_path / "tide-log.pdf", pages, dpi=150), 30)
