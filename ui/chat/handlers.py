@@ -148,8 +148,9 @@ class ChatHandlers:
     def refresh_choices(self, kb: Optional[str], doc_filter: DocFilter, request: gr.Request = None) -> tuple:
         kb_update = kb_dropdown(self.service, kb, actor(request))
         doc_update = doc_filter_dropdown(self.service, kb_update["value"], doc_filter, actor(request))
-        if kb_update["value"] == kb and doc_update["value"] == selected_files(doc_filter):
-            # The same pick written again reads as a change to Gradio, which starts a fresh conversation view.
+        if doc_update["value"] == selected_files(doc_filter):
+            # The same pick written again reads as a change to Gradio, which starts a fresh conversation view
+            # (a step of its own on a page load, whose view is fresh already; a new KB's change starts one).
             del doc_update["value"]
         return kb_update, doc_update
 
