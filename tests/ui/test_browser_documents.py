@@ -43,7 +43,7 @@ skip_without_chromium()
 LIBRARY = "10k library"  # sorts first: the page opens on it
 DOCUMENTS = 10_000
 KEPT = 4321  # the document whose original is stored
-LOAD_EVENTS = 7  # server steps of a page load (23 before they were merged, 8 before the doc filter kept its pick)
+LOAD_EVENTS = 6  # server steps of a page load (23 before they were merged, 8 before the file pickers kept their picks)
 NO_MODEL = {
     "DOCLENS_LLM_BASE_URL": "",
     "DOCLENS_LLM_MODEL": "",

@@ -22,6 +22,7 @@ from tests.ui.browser_support import (
     kb_tab_on,
     new_kb_with,
     open_tab,
+    picked_tokens,
     skip_without_chromium,
     source_rows,
     wait_idle,
@@ -277,6 +278,22 @@ def test_a_source_on_a_scanned_page_shows_its_passage_framed(doclens_app: Runnin
     page.screenshot(path=str(ARTIFACTS / "scanned-preview.png"))
     png = page.request.get(page.evaluate("(src) => new URL(src, location.href).href", image.get_attribute("src")))
     assert png.ok and frame_pixels(png.body()) > 500, "the cited passage is framed on the scanned page"
+
+
+def test_a_file_picked_to_delete_is_not_carried_into_another_kb(doclens_app: RunningApp, page) -> None:
+    """The KB tab leaves an empty pick unwritten (written, it costs a server step), but a file picked in one
+    knowledge base is dropped when another is chosen: "Delete file…" must not reach for it there."""
+    new_kb_with(page, doclens_app.url, "kb-pick-a", SAMPLE_PDF)
+    create_kb(page, "kb-pick-b")
+    choose(page, "kb-active", "kb-pick-a")
+    wait_idle(page)
+    choose(page, "doc-delete-pick", SAMPLE_PDF.name)
+    assert picked_tokens(page, "doc-delete-pick") == [SAMPLE_PDF.name]
+    choose(page, "kb-active", "kb-pick-b")
+    wait_idle(page)
+    assert picked_tokens(page, "doc-delete-pick") == []
+    page.locator("#doc-delete").click()
+    page.locator("#kb-status").get_by_text("Choose a document first").wait_for()
 
 
 def test_deleting_a_file_says_what_it_needs_and_what_it_did(doclens_app: RunningApp, page) -> None:

@@ -18,7 +18,16 @@ from ui.i18n.strings import lang_of, text
 from ui.icons import icon
 from ui.knowledge_bases.documents_table import DocumentsTable
 from ui.knowledge_bases.upload_jobs import RESUMED, UploadJob, UploadJobs
-from ui.knowledge_bases.view import dict_markdown, doc_headers, job_progress_html, results_markdown
+from ui.knowledge_bases.view import (
+    another_upload_runs,
+    choose_document_first,
+    choose_kb_first,
+    dict_markdown,
+    doc_headers,
+    job_progress_html,
+    results_markdown,
+    upload_runs_already,
+)
 from ui.latex import md_literal
 from ui.web_files import ReceivedUploads, UploadRefused
 
@@ -100,16 +109,19 @@ class KBHandlers:
         update = kb_dropdown(self.service, kb, actor(request))
         return update, self.documents_table(update["value"], request)
 
-    def shown(self, kb: Optional[str], browser: Optional[str] = None, request: gr.Request = None) -> tuple:
+    def shown(self, kb: Optional[str], browser: Optional[str], picked: DocFilter, request: gr.Request = None) -> tuple:
         """``kb`` (or the first one, if it is gone) shown: ``shown_with`` its picker, read afresh."""
-        return self.shown_with(kb_dropdown(self.service, kb, actor(request)), browser, request)
+        return self.shown_with(kb_dropdown(self.service, kb, actor(request)), browser, request, picked)
 
-    def shown_with(self, picker: dict, browser: Optional[str], request: gr.Request = None) -> tuple:
+    def shown_with(self, picker: dict, browser: Optional[str], request: gr.Request, picked: DocFilter = None) -> tuple:
         """The KB picker's update ``picker`` (a page load reads the list once for both tabs) shown: the picker,
-        its KB's documents table and file picker (nothing picked), then ``attach``'s outputs (its upload)."""
+        its KB's documents table and file picker (nothing picked), then ``attach``'s outputs (its upload). An
+        empty pick is not written again: to Gradio that is a change, a server step of its own."""
         kb = picker["value"]
-        lists = (picker, self.documents_table(kb, request), self.file_choices(kb, request))
-        return (*lists, *self.attach(kb, browser, request))
+        files = self.file_choices(kb, request)
+        if not selected_file(picked):
+            files.pop("value")
+        return (picker, self.documents_table(kb, request), files, *self.attach(kb, browser, request))
 
     @shows_errors(
         "create the knowledge base",
@@ -194,7 +206,7 @@ class KBHandlers:
         status says so (the confirmation row stays hidden, and a message inside it was never seen)."""
         lang = lang_of(request)
         if not kb or not (file := selected_file(file)):  # the picker is a multiselect of one
-            return hidden(), "", None, warning_md(text(lang, "Choose a document first.", "请先选择文档。"))
+            return hidden(), "", None, warning_md(choose_document_first(lang))
         return (
             gr.update(visible=True),
             warning_md(
@@ -215,13 +227,7 @@ class KBHandlers:
         """Outputs: status, confirmation row, documents table, file picker, pending."""
         lang = lang_of(request)
         if not pending:
-            return (
-                warning_md(text(lang, "Choose a document first.", "请先选择文档。")),
-                hidden(),
-                gr.skip(),
-                gr.skip(),
-                None,
-            )
+            return warning_md(choose_document_first(lang)), hidden(), gr.skip(), gr.skip(), None
         kb = pending["kb"]
         doc = self.service.delete_document(kb, pending["file"], who=actor(request))
         return (
@@ -428,23 +434,3 @@ class KBHandlers:
 def _no_documents(kb: Optional[str], line: str, request: Optional[gr.Request]) -> Any:
     log.warning("documents of %r: %s", kb, line)
     return gr.update(value=[], headers=doc_headers(lang_of(request)))
-
-
-def another_upload_runs(lang: str) -> str:
-    return text(
-        lang,
-        "An upload started in another browser is running in this knowledge base; only that browser can cancel it.",
-        "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。",
-    )
-
-
-def upload_runs_already(lang: str) -> str:
-    return text(
-        lang,
-        "An upload into this knowledge base is already running; wait for it or cancel it.",
-        "此知识库已有上传在进行；请等待或取消。",
-    )
-
-
-def choose_kb_first(lang: str) -> str:
-    return text(lang, "Choose or create a knowledge base first.", "请先选择或创建知识库。")

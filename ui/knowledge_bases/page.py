@@ -37,7 +37,7 @@ class KBTab:
         browser a pass over all the page's components."""
         return event.then(
             self.handlers.shown,
-            [source, self.browser],
+            [source, self.browser, self.doc_pick],
             [*self.lists, *self.upload_progress],
             api_name=f"{name}_docs",
             **UNDOCUMENTED,

@@ -187,3 +187,27 @@ def document_status(doc: DocumentInfo, lang: str, running: Optional[FileState]) 
         return line
     names = {"complete": text(lang, "indexed", "已索引"), "failed": text(lang, "failed", "失败")}
     return names.get(doc.status, doc.status)
+
+
+def another_upload_runs(lang: str) -> str:
+    return text(
+        lang,
+        "An upload started in another browser is running in this knowledge base; only that browser can cancel it.",
+        "另一个浏览器开始的上传正在此知识库中进行；只有该浏览器可以取消它。",
+    )
+
+
+def upload_runs_already(lang: str) -> str:
+    return text(
+        lang,
+        "An upload into this knowledge base is already running; wait for it or cancel it.",
+        "此知识库已有上传在进行；请等待或取消。",
+    )
+
+
+def choose_kb_first(lang: str) -> str:
+    return text(lang, "Choose or create a knowledge base first.", "请先选择或创建知识库。")
+
+
+def choose_document_first(lang: str) -> str:
+    return text(lang, "Choose a document first.", "请先选择文档。")
