@@ -156,9 +156,9 @@ STORED_BROWSER_ID = "() => JSON.parse(localStorage.getItem('doclens-browser'))"
 
 
 def test_a_browser_keeps_its_id_before_its_first_upload(doclens_app: RunningApp, page) -> None:
-    """A reload right after a browser's first upload showed it as "started in another browser" (bench-page,
-    twice in CI): the id that upload made was stored by a later event, which the reload came before. The
-    page now keeps an id from its first load, so every upload is sent with the id a reload reads back."""
+    """The id that tells this browser's uploads from others' was made by the server on a first upload and
+    stored by a later event, which a reload right after the upload could come before. The page now keeps an
+    id from its first load, so every upload is sent with the id a reload reads back."""
     page.goto(doclens_app.url)
     open_tab(page, "Knowledge base")
     page.wait_for_function(f"() => !!({STORED_BROWSER_ID})()", timeout=15_000)

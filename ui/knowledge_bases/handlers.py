@@ -321,6 +321,8 @@ class KBHandlers:
         """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
         say that someone else's runs there. Outputs: ingest status, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
+        if not user_key(request, browser):  # the KB tab shown on a reload before the page's load read the
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # browser's id: its own upload is no other's
         job = self.jobs.followed(user_key(request, browser), kb)
         if job is None or not job.running:
             return (
