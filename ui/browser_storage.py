@@ -30,9 +30,8 @@ def stored_value(key: str, elem_id: str) -> gr.Textbox:
 def restore_js(first: str, keys: Sequence[str], made: Sequence[str] = ()) -> str:
     """A load event's js: ``first`` (an async js function: the first input's value), then the value stored
     under each of ``keys`` (null when none), as the event's inputs. A key in ``made`` that holds nothing
-    gets a new random id, stored before the event is sent: made later (by the server, on a first upload),
-    a reload right after that upload came before the id was stored and lost the upload to "another
-    browser"."""
+    gets a new random id, stored before the event is sent: made by the server on a first upload, the id
+    was stored by an event after the upload's, which a reload right after it could come before."""
     reads = ", ".join(f"{'make' if key in made else 'read'}({json.dumps(key)})" for key in keys)
     return f"""
 async (...inputs) => {{

@@ -250,9 +250,9 @@ class KBHandlers:
     )
     def upload(self, kb: Optional[str], files: Any, browser: Optional[str] = None, request: gr.Request = None) -> tuple:
         """Start the upload as a server-side job. Outputs: ingest status, documents table, timer, files,
-        browser id (made here when the browser could not keep one: see restore_js). Runs with preprocess=False: ``files`` are
-        FileData dicts, which carry the user's original names. The chosen files stay in the box (and still
-        usable) unless the job was accepted."""
+        browser id (made here only when the browser keeps none: ``restore_js``). Runs with preprocess=False:
+        ``files`` are FileData dicts, which carry the user's original names. The chosen files stay in the box
+        (and still usable) unless the job was accepted."""
         lang = lang_of(request)
         if not kb:  # the chosen files stay (not discarded) for when a knowledge base is chosen
             return warning_md(choose_kb_first(lang)), gr.skip(), gr.skip(), gr.skip(), gr.skip()
