@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import SAMPLES
+from tests.support.text_pdf import repeat_pages
 from tests.ui.browser_support import (
     DOC_ROWS,
     INGEST_TIMEOUT_MS,
@@ -89,7 +90,9 @@ def test_batch_progress_is_monotonic_and_per_file(doclens_app: RunningApp, page,
 def test_one_file_of_a_batch_is_cancelled_alone(doclens_app: RunningApp, page, tmp_path) -> None:
     """Item 17: Cancel stopped the whole batch; now one file is cancelled (its rows rolled back) and the
     other files of the batch are indexed."""
-    scan = scanned_pages(tmp_path, "long-scan.pdf", 4)
+    # long enough to be still read when the cancel comes on a loaded machine (4 pages once ended first in
+    # CI); cancelled after the page in hand, so its length costs no time
+    scan = repeat_pages(scanned_pages(tmp_path, "long-scan.pdf", 4), 10)
     start_batch(page, doclens_app.url, "kb-cancel-one", [SAMPLE_PDF, scan, BUSINESS_PDF])
     page.locator("#upload-cancel-one").wait_for(timeout=30_000)
     page.wait_for_function(  # the scan has started: its row is being indexed
