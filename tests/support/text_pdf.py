@@ -62,14 +62,15 @@ def write_scanned_pdf(path: Path, pages: Sequence[Sequence[str]], dpi: int = 200
 
 def repeat_pages(path: Path, times: int) -> Path:
     """The PDF's pages over and over, ``times`` in all: a long document at the cost of a short one."""
+    written = path.with_name(path.stem + "-long.pdf")
     source = pdfium.PdfDocument(str(path))
     longer = pdfium.PdfDocument.new()
     try:
         for _ in range(times):
             longer.import_pages(source)
-        longer.save(str(path.with_name(path.stem + "-long.pdf")))
+        longer.save(str(written))
     finally:
         longer.close()
         source.close()
-    path.with_name(path.stem + "-long.pdf").replace(path)
+    written.replace(path)
     return path

@@ -321,9 +321,10 @@ class KBHandlers:
         """On page load and KB switch: follow this browser's (or login's) running upload into that KB, or
         say that someone else's runs there. Outputs: ingest status, timer, the per-file cancel row and picker."""
         lang = lang_of(request)
-        if not user_key(request, browser):  # the KB tab shown on a reload before the page's load read the
-            return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # browser's id: its own upload is no other's
-        job = self.jobs.followed(user_key(request, browser), kb)
+        key = user_key(request, browser)
+        if not key:  # the KB tab shown on a reload before the page's load read the browser's id:
+            return gr.skip(), gr.skip(), gr.skip(), gr.skip()  # its own upload is no other browser's
+        job = self.jobs.followed(key, kb)
         if job is None or not job.running:
             return (
                 (another_upload_runs(lang) if self.jobs.running_in(kb) else ""),
