@@ -394,11 +394,11 @@ class _PageParser:
                 break
             i = content[position]
             key = margin_key(lines[i])
-            if PAGE_NUMBER.match(lines[i].strip()) or (zone, key) in self.running or self._ocr_edges.get(zone) == key:
-                self._ocr_edges[zone] = key
+            repeated = (zone, key) in self.running or self._ocr_edges.get(zone) == key
+            self._ocr_edges[zone] = key
+            # a page's only line is what the page says, even when every page starts alike
+            if PAGE_NUMBER.match(lines[i].strip()) or (repeated and len(content) > 1):
                 del lines[i]
-            else:
-                self._ocr_edges[zone] = key
         return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
 

@@ -16,6 +16,7 @@ from backend.documents.ocr import PPStructureAPIEngine, RapidOCREngine, get_ocr_
 from backend.documents.pdf import iter_pages, parse_pdf
 from backend.errors import DocumentError
 from tests.conftest import BENCH, SAMPLES, make_settings
+from tests.support.text_pdf import write_scanned_pdf
 
 LAYOUT = SAMPLES / "layout"
 GROUND_TRUTH = json.loads((LAYOUT / "native_zh_en_20p.gt.json").read_text(encoding="utf-8"))
@@ -58,6 +59,15 @@ def test_scanned_bench_document_answers_are_in_the_ocr_text(settings):
             break  # the caller may stop between pages: no need to OCR the rest
     found = sum(any(squash(a) in pages[p] for a in q["answers"] for p in q["pages"]) for q in mine[:8])
     assert found >= 6, found
+
+
+@pytest.mark.slow
+def test_a_scanned_page_of_one_line_keeps_it_though_every_page_starts_alike(tmp_path, settings):
+    """A line repeated at the top of each page is a running header, unless it is all the page says."""
+    log = [[f"Page {n} of the harbour log: the ferry left at noon."] for n in (1, 2, 3)]
+    pages = parse_pdf(write_scanned_pdf(tmp_path / "harbour-log.pdf", log), settings)
+    assert [p.page for p in pages if p.empty_ocr] == []
+    assert all("harbourlog" in squash(p.text).lower() for p in pages), [p.text for p in pages]
 
 
 def test_ocr_engine_is_created_once(settings):
