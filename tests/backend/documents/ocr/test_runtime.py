@@ -18,11 +18,13 @@ SCANS = [BENCH / "dev-zh" / "docs" / "zh_011.pdf", BENCH / "dev-en" / "docs" / "
 
 @pytest.fixture(scope="module")
 def pages() -> list:
+    """The top of the first page of two scans, one Chinese and one English."""
     images = []
     for path in SCANS:
         pdf = pdfium.PdfDocument(str(path))
         try:
-            images.append(pdf[0].render(scale=150 / 72).to_pil())
+            page = pdf[0].render(scale=150 / 72).to_pil()
+            images.append(page.crop((0, 0, page.width, page.height // 3)))  # a third: the same lines, 3x sooner
         finally:
             pdf.close()
     return images
