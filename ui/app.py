@@ -18,7 +18,7 @@ from ui.api import register_api
 from ui.browser_storage import BROWSER_ID_KEY, CURRENT_KB_KEY, restore_js
 from ui.chat.handlers import ChatHandlers
 from ui.chat.page import ChatTab, build_chat_tab, chain_panel, empty_state_of
-from ui.common import UNDOCUMENTED, no_matplotlib_probe
+from ui.common import UNDOCUMENTED, no_matplotlib_probe, queue_events
 from ui.i18n.strings import (
     RESTORE_LOCALE_JS,
     SWITCH_LOCALE_JS,
@@ -394,7 +394,7 @@ def serve(settings: Settings, access: Access, service: DocLens, starting: Option
         delayed.daemon = True
         delayed.start()
         resume_uploads_later(service, demo.doclens_jobs)
-        demo.queue(default_concurrency_limit=settings.ui.concurrency)
+        queue_events(demo, settings.ui.concurrency)
         no_matplotlib_probe()
         stop_on_sigterm()
         log.info("DocLens web app on http://%s:%d", access.host, access.port)

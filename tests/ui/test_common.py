@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import importlib.abc
 import importlib.util
@@ -25,6 +26,7 @@ from ui.common import (
     has_document,
     no_matplotlib_probe,
     picker_matches,
+    queue_events,
 )
 
 
@@ -117,3 +119,31 @@ def test_an_event_step_does_not_search_for_matplotlib_again(monkeypatch) -> None
     finally:
         if not was_marked:
             sys.modules.pop("matplotlib", None)
+
+
+def test_an_idle_app_wakes_its_event_queue_a_few_times_a_second(monkeypatch) -> None:
+    """An idle `main.py serve` took a tenth of a core: Gradio's queue looked for new events every
+    millisecond (strace: 1,500 wakeups a second), and for progress to send every 10 ms."""
+    with gr.Blocks() as demo:
+        gr.Button("go").click(lambda: None)
+    queue_events(demo, concurrency=2)
+    wakeups = 0
+    sleep = asyncio.sleep
+
+    async def counted(delay: float, *args: Any) -> Any:
+        nonlocal wakeups
+        wakeups += 1
+        return await sleep(delay, *args)
+
+    async def idle_for_a_second() -> None:
+        loops = [
+            asyncio.ensure_future(demo._queue.start_processing()),
+            asyncio.ensure_future(demo._queue.start_progress_updates()),
+        ]
+        await sleep(1.0)
+        demo._queue.stopped = True
+        await asyncio.gather(*loops, return_exceptions=True)
+
+    monkeypatch.setattr(asyncio, "sleep", counted)
+    asyncio.run(idle_for_a_second())
+    assert wakeups <= 150, wakeups
