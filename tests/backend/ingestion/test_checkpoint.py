@@ -22,8 +22,8 @@ from tests.support.kill import kill_when
 from tests.support.text_pdf import write_scanned_pdf
 
 KB = "book"
-PAGES = 12
-CARGO = "salt tea wool iron copper timber grain silk coal spice cotton amber".split()
+CARGO = "salt tea wool iron copper timber grain silk coal spice cotton amber".split()  # one a page
+PAGES = len(CARGO)
 
 
 @pytest.fixture(scope="module")
