@@ -6,6 +6,7 @@ from backend.documents.ocr import OCRBox, boxes_to_text
 from backend.documents.pdf import parse_pdf
 from backend.quality.bench_layout import LAYOUTS, normalise, write_bench_pdf
 from tests.conftest import BENCH, SHARED
+from tests.support.page_images import first_page
 
 WORDS = (
     "graph cluster sample feature vector support model column reader order page figure table "
@@ -118,15 +119,11 @@ def test_layout_regions_place_figure_labels_drop_headers_and_keep_equations_on_a
 
 
 def test_layout_model_finds_the_wide_figure_on_a_scanned_page(tmp_path):
-    import pypdfium2 as pdfium
-
     from backend.documents.layout_model import layout_model
 
     path = tmp_path / "columns.pdf"
     write_bench_pdf(path, _paragraphs(30), "en", LAYOUTS[:1])
-    pdf = pdfium.PdfDocument(str(path))
-    image = pdf[0].render(scale=150 / 72).to_pil().convert("RGB")
-    pdf.close()
+    image = first_page(path)
     figures = [r.box for r in layout_model().regions(image) if r.label == "figure"]
     width = image.width
     assert any(b[2] - b[0] > 0.7 * width for b in figures), figures  # the chart as wide as the page

@@ -8,23 +8,18 @@ import subprocess
 import sys
 
 import numpy as np
-import pypdfium2 as pdfium
 import pytest
 
 from backend.documents.ocr.engines import BestCharacters, OneAtATime, RapidOCREngine, RecognitionRuns
 from tests.conftest import BENCH, REPO_ROOT
+from tests.support.page_images import first_page
 
 SCAN = BENCH / "dev-zh" / "docs" / "zh_011.pdf"  # a scanned page of Chinese text with long lines
 
 
 @pytest.fixture(scope="module")
 def page() -> np.ndarray:
-    pdf = pdfium.PdfDocument(str(SCAN))
-    try:
-        image = pdf[0].render(scale=150 / 72).to_pil().convert("RGB")
-        return np.asarray(image.crop((0, 0, image.width, image.height // 2)))  # its top half: OCR'd twice
-    finally:
-        pdf.close()
+    return np.asarray(first_page(SCAN, top=0.5))  # its top half: the test OCRs it twice
 
 
 def test_recogniser_runs_in_slices_and_keeps_only_the_best_characters(page: np.ndarray) -> None:

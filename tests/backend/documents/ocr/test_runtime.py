@@ -6,12 +6,12 @@ from __future__ import annotations
 import difflib
 from concurrent.futures import ThreadPoolExecutor
 
-import pypdfium2 as pdfium
 import pytest
 
 from backend.documents.ocr import RapidOCREngine
 from backend.documents.ocr.runtime import PerThreadRequests, runtime_params
 from tests.conftest import BENCH
+from tests.support.page_images import first_page
 
 SCANS = [BENCH / "dev-zh" / "docs" / "zh_011.pdf", BENCH / "dev-en" / "docs" / "en_003.pdf"]
 
@@ -19,15 +19,7 @@ SCANS = [BENCH / "dev-zh" / "docs" / "zh_011.pdf", BENCH / "dev-en" / "docs" / "
 @pytest.fixture(scope="module")
 def pages() -> list:
     """The top of the first page of two scans, one Chinese and one English."""
-    images = []
-    for path in SCANS:
-        pdf = pdfium.PdfDocument(str(path))
-        try:
-            page = pdf[0].render(scale=150 / 72).to_pil()
-            images.append(page.crop((0, 0, page.width, page.height // 3)))  # a third: the same lines, 3x sooner
-        finally:
-            pdf.close()
-    return images
+    return [first_page(path, top=1 / 3) for path in SCANS]  # a third: the same lines, 3x sooner
 
 
 def test_auto_runs_the_bundled_models_on_openvino() -> None:
