@@ -217,7 +217,7 @@ class _PageParser:
 
     def _parse_native(self, page: pdfium.PdfPage, index: int, lines: list[TextLine], objects: PageObjects):
         images, height = objects.images, page.get_height()
-        text = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        text = self._without_margins(lines, height)
         obstacles = _obstacles(page, images)
         paths = page_paths(page)
         tables = self._tables(index, page, text, paths)
@@ -320,6 +320,13 @@ class _PageParser:
         except DocumentError as exc:  # no OCR here: the symbols stay unread, the page is still parsed
             log.warning("%s: %d drawn formulas not read (%s)", self.path.name, regions, exc)
             return None
+
+    def _without_margins(self, lines: list[TextLine], height: float) -> list[TextLine]:
+        body = [ln for ln in lines if not self._is_margin_line(ln, height)]
+        if body or any(PAGE_NUMBER.match(ln.text.strip()) for ln in lines):
+            return body
+        # edge lines that repeat on every page are all this page says (one line a page): they are its text
+        return lines
 
     def _is_margin_line(self, line: TextLine, height: float) -> bool:
         zone = _margin_zone(line, height)

@@ -13,13 +13,17 @@ import pypdfium2.raw as pdfium_c
 PAGE_SIZE = (612, 792)  # US Letter, points
 
 
-def write_text_pdf(path: Path, pages: Sequence[Sequence[str]], font_size: float = 11.0, width_chars: int = 90) -> Path:
-    """One page per item of ``pages``; each paragraph is wrapped into lines of Helvetica at ``font_size``."""
+def write_text_pdf(
+    path: Path, pages: Sequence[Sequence[str]], font_size: float = 11.0, width_chars: int = 90, top: float = 72
+) -> Path:
+    """One page per item of ``pages``; each paragraph is wrapped into lines of Helvetica at ``font_size``.
+
+    The first baseline is ``top`` points below the page's top edge (under 70 puts it in the running-header zone)."""
     pdf = pdfium.PdfDocument.new()
     try:
         for paragraphs in pages:
             page = pdf.new_page(*PAGE_SIZE)
-            y = PAGE_SIZE[1] - 72
+            y = PAGE_SIZE[1] - top
             for paragraph in paragraphs:
                 for line in textwrap.wrap(paragraph, width_chars) or [""]:
                     _add_line(pdf, page, line, 72, y, font_size)

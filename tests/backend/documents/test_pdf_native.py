@@ -10,6 +10,7 @@ import pytest
 from backend.documents.figures import save_figure
 from backend.documents.pdf import PAGE_NUMBER, ParsedPage, parse_pdf
 from tests.conftest import BENCH, SAMPLES, make_settings
+from tests.support.text_pdf import write_text_pdf
 
 LAYOUT = SAMPLES / "layout"
 GROUND_TRUTH = json.loads((LAYOUT / "native_zh_en_20p.gt.json").read_text(encoding="utf-8"))
@@ -151,3 +152,19 @@ def test_a_title_line_naming_a_figure_is_its_caption_when_no_figure_number_exist
     pages = parse_pdf(SAMPLES / "物理公式示例文档.pdf", settings)
     [figure] = [f for p in pages for f in p.figures]
     assert figure.caption == "4. 波函数示意图"
+
+
+def test_a_page_of_one_line_at_the_top_keeps_it_though_every_page_starts_alike(settings, tmp_path):
+    # each page's only line sits in the header zone and repeats (digits aside): it is what the page says
+    log = [[f"Page {n} of the harbour log: the ferry left at noon."] for n in (1, 2, 3, 4)]
+    path = write_text_pdf(tmp_path / "log.pdf", log, top=40)
+    pages = parse_pdf(path, settings)
+    assert [p.text for p in pages] == [f"Page {n} of the harbour log: the ferry left at noon." for n in (1, 2, 3, 4)]
+
+
+def test_a_running_header_still_goes_when_the_page_says_more(settings, tmp_path):
+    pages_text = [
+        ["Harbour log", "", f"The ferry left at noon on day {n} and came back at dusk."] for n in (1, 2, 3, 4)
+    ]
+    pages = parse_pdf(write_text_pdf(tmp_path / "log.pdf", pages_text, top=40), settings)
+    assert all("Harbour log" not in p.text and "ferry left" in p.text for p in pages)
