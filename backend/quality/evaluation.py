@@ -79,10 +79,13 @@ def run_eval(
     name_document: bool = False,
     kbs: int = 1,
     who: str = LOCAL,
+    picked: bool = False,
 ) -> dict[str, Any]:
     """Metrics per mode. ``unanswerable``: also ask every question with its own document left out, so the
     confidence is calibrated and checked on questions the library cannot answer too. ``halves``: metrics
     of each half of the papers too (``paper_split``). ``name_document``: see ``load_questions``.
+    ``picked``: each question asked with one document picked, as in the chat's document filter: its own,
+    and (``unanswerable``) another one instead of leaving its own out.
     ``kb_name``: knowledge bases to use instead of temporary ones (one or several); ``kbs``: the temporary
     library dealt out to this many knowledge bases, each question asked of them all; ``who``: the login."""
     questions = load_questions(Path(qa_path), limit, name_document)
@@ -101,21 +104,8 @@ def run_eval(
             report["ingest"] = _ingest_split(service, names, Path(docs_dir), progress, who)
         docs = [d for name in names for d in service.documents(name, who)]
         report.update({"docs": len(docs), "pages": sum(d.pages for d in docs), "chunks": sum(d.chunks for d in docs)})
-        report["modes"] = {}
-        details: dict[str, list] = {}
-        for mode in modes:
-            report["modes"][mode], details[mode] = _eval_mode(service, names, questions, mode, progress, who=who)
-            if halves:
-                report["modes"][mode].update(_by_half(details[mode]))
-        main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
-        left_out: list[dict] = []
-        if unanswerable:
-            _, left_out = _eval_mode(service, names, questions, main_mode, progress, leave_out_gold=True, who=who)
-            details[f"{main_mode}-unanswerable"] = left_out
-            report["unanswerable"] = _unanswerable_summary(left_out)
-        report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
-        report["abstention"] = abstention_rates(details[main_mode], left_out, service.settings.confidence.abstain_below)
-        report["calibration"] = report["calibration_splits"]["mix"]
+        picks = sorted({d.file for d in docs}) if picked else []
+        details = _eval_modes(service, names, questions, modes, progress, who, picks, halves, unanswerable, report)
         if keep_details:
             report["details"] = details
     finally:
@@ -125,6 +115,42 @@ def run_eval(
             except DocLensError as exc:
                 log.warning("could not delete the temporary knowledge base %r: %s", name, exc)
     return report
+
+
+def _eval_modes(
+    service: DocLens,
+    names: list[str],
+    questions: list[dict],
+    modes: Sequence[str],
+    progress: Optional[ProgressCallback],
+    who: str,
+    picks: Sequence[str],
+    halves: bool,
+    unanswerable: bool,
+    report: dict[str, Any],
+) -> dict[str, list]:
+    """Every mode's metrics into ``report``, then the left-out questions and the confidence's checks;
+    returns the per-question details."""
+    report["modes"] = {}
+    details: dict[str, list] = {}
+    for mode in modes:
+        report["modes"][mode], details[mode] = _eval_mode(
+            service, names, questions, mode, progress, who=who, picks=picks
+        )
+        if halves:
+            report["modes"][mode].update(_by_half(details[mode]))
+    main_mode = SearchMode.RERANK.value if SearchMode.RERANK in details else modes[0]
+    left_out: list[dict] = []
+    if unanswerable:
+        _, left_out = _eval_mode(
+            service, names, questions, main_mode, progress, leave_out_gold=True, who=who, picks=picks
+        )
+        details[f"{main_mode}-unanswerable"] = left_out
+        report["unanswerable"] = _unanswerable_summary(left_out, "another document picked" if picks else "")
+    report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
+    report["abstention"] = abstention_rates(details[main_mode], left_out, service.settings.confidence.abstain_below)
+    report["calibration"] = report["calibration_splits"]["mix"]
+    return details
 
 
 def _ingest_split(
@@ -150,10 +176,11 @@ def _eval_mode(
     progress: Optional[ProgressCallback],
     leave_out_gold: bool = False,
     who: str = LOCAL,
+    picks: Sequence[str] = (),
 ) -> tuple[dict[str, Any], list[dict]]:
     details = []
     for index, question in enumerate(questions, 1):
-        details.append(_question_detail(service, kb_name, question, mode, leave_out_gold, who))
+        details.append(_question_detail(service, kb_name, question, mode, leave_out_gold, who, picks))
         if progress is not None and (index % 20 == 0 or index == len(questions)):
             progress(
                 ProgressEvent(
@@ -178,15 +205,23 @@ def _eval_mode(
 
 
 def _question_detail(
-    service: DocLens, kb_name: list[str], question: dict, mode: str, leave_out_gold: bool, who: str
+    service: DocLens,
+    kb_name: list[str],
+    question: dict,
+    mode: str,
+    leave_out_gold: bool,
+    who: str,
+    picks: Sequence[str] = (),
 ) -> dict:
     """One question searched (with its document left out, if asked): its metrics and what the
-    confidence and the abstention made of it. ``who``: the login asking."""
+    confidence and the abstention made of it. ``who``: the login asking. ``picks``: the library's file
+    names, when each question is asked with one of them picked (its own; left out: the next one)."""
     result: Optional[SearchResult] = None
     sources: list[Source] = []
     if question["question"].strip():  # the sets hold a few blank questions: a miss, not a crash
-        exclude = [question["doc"]] if leave_out_gold else []
-        result = service.search(kb_name, question["question"], mode=mode, top=10, exclude=exclude, who=who)
+        exclude = [question["doc"]] if leave_out_gold and not picks else []
+        doc = _picked(question["doc"], picks, leave_out_gold) if picks else None
+        result = service.search(kb_name, question["question"], doc, mode=mode, top=10, exclude=exclude, who=who)
         sources = result.sources
     metrics = question_metrics(sources, question)
     return {
@@ -202,6 +237,13 @@ def _question_detail(
         "features": features(sources),
         "top5_chars": sum(len(s.text) for s in sources[:5]),
     }
+
+
+def _picked(own: str, files: Sequence[str], another: bool) -> str:
+    """The document picked for a question: its own, or the one after it in the library's order."""
+    if not another:
+        return own
+    return files[(files.index(own) + 1) % len(files)] if own in files else files[0]
 
 
 def abstention_rates(answerable: list[dict], left_out: list[dict], threshold: float) -> dict[str, Any]:
@@ -226,10 +268,11 @@ def _by_half(details: list[dict]) -> dict[str, Any]:
     return {half: mean_metrics([d["metrics"] for d in details if paper_half(d["doc"]) == half]) for half in HALVES}
 
 
-def _unanswerable_summary(details: list[dict]) -> dict[str, Any]:
+def _unanswerable_summary(details: list[dict], how: str = "") -> dict[str, Any]:
     """Questions asked without their document: the answer is (almost always) not in the library."""
     confidences = [d["confidence"] for d in details]
     return {
+        "how": how or "own document left out",
         "questions": len(details),
         "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
         "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0,
@@ -263,7 +306,7 @@ def format_report(report: dict[str, Any]) -> str:
     missing = report.get("unanswerable")
     if missing:
         lines.append(
-            f"unanswerable (own document left out): {missing['questions']} questions, answer_hit@5 "
+            f"unanswerable ({missing.get('how', 'own document left out')}): {missing['questions']} questions, answer_hit@5 "
             f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}"
         )
     for split, check in (report.get("calibration_splits") or {}).items():

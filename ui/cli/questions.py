@@ -29,6 +29,26 @@ def add_question_commands(sub, common) -> None:
     p.add_argument("file")
     p.add_argument("--refresh", action="store_true")
     p.set_defaults(handler=cmd_summary)
+    _add_eval_command(sub, common)
+    p = sub.add_parser(
+        "calibrate", parents=[common], help="fit the confidence calibration from eval reports made with --details"
+    )
+    p.add_argument("reports", nargs="+", metavar="REPORT.json")
+    p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
+    p.add_argument(
+        "--hold-out",
+        action="store_true",
+        help="fit on one half of the documents (paper_split) and check on the other, which the fit never saw",
+    )
+    p.set_defaults(handler=cmd_calibrate)
+    p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
+    p.add_argument("--kb", required=True)
+    p.add_argument("--samples", type=int, default=50)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(handler=cmd_selftest)
+
+
+def _add_eval_command(sub, common) -> None:
     p = sub.add_parser("eval", parents=[common], help="retrieval metrics on a qa.jsonl set")
     p.add_argument("--qa", required=True, metavar="FILE.jsonl")
     p.add_argument("--docs", required=True, metavar="DIR")
@@ -52,23 +72,13 @@ def add_question_commands(sub, common) -> None:
         action="store_true",
         help="ask each question as naming its document ('... as described in the document \"<file>\"?')",
     )
-    p.set_defaults(handler=cmd_eval)
-    p = sub.add_parser(
-        "calibrate", parents=[common], help="fit the confidence calibration from eval reports made with --details"
-    )
-    p.add_argument("reports", nargs="+", metavar="REPORT.json")
-    p.add_argument("--mode", default="rerank", help="which mode's results to fit on (default rerank)")
     p.add_argument(
-        "--hold-out",
+        "--picked",
         action="store_true",
-        help="fit on one half of the documents (paper_split) and check on the other, which the fit never saw",
+        help="ask each question with its document picked, as in the chat's filter (with --unanswerable: "
+        "another document picked instead)",
     )
-    p.set_defaults(handler=cmd_calibrate)
-    p = sub.add_parser("selftest", parents=[common], help="recall of stored chunks asked back as questions")
-    p.add_argument("--kb", required=True)
-    p.add_argument("--samples", type=int, default=50)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(handler=cmd_selftest)
+    p.set_defaults(handler=cmd_eval)
 
 
 def _add_scope(p) -> None:
@@ -161,6 +171,7 @@ def cmd_eval(args, settings: Settings) -> int:
             unanswerable=args.unanswerable,
             halves=args.halves,
             name_document=args.name_document,
+            picked=args.picked,
         )
     print(format_report(report))
     write_json(args.json, report)

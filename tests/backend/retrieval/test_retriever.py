@@ -133,6 +133,20 @@ def test_eval_on_an_existing_kb_reports_every_mode(service, tmp_path):
     assert [kb.name for kb in service.list_kbs()] == ["bench"]  # an existing KB is kept
 
 
+def test_eval_can_ask_with_a_document_picked_its_own_or_another(service, tmp_path):
+    from backend.quality.evaluation import format_report, run_eval
+
+    qa = tmp_path / "qa.jsonl"
+    asked = questions("zh", "zh_001.pdf")[:3]
+    qa.write_text("\n".join(json.dumps(q, ensure_ascii=False) for q in asked), encoding="utf-8")
+    report = run_eval(
+        service, qa, tmp_path, kb_name="bench", modes=["rerank"], unanswerable=True, keep_details=True, picked=True
+    )
+    assert report["modes"]["rerank"]["all"]["hit@5"] == 1.0  # its own document picked
+    assert report["unanswerable"]["answer_hit@5"] < 1.0  # the next document picked instead
+    assert "unanswerable (another document picked)" in format_report(report)
+
+
 def test_selftest_finds_its_own_chunks(service):
     from backend.quality.selftest import selftest
 
