@@ -37,8 +37,10 @@ _PAGE_HINTS = (
 )
 # Words that frame a name ("in the document titled …", "… paper") and go with it when it is cut out.
 _FRAME_BEFORE = re.compile(
+    r"(?:\b(?:as\s+)?(?:described|discussed|mentioned|presented|explained|stated|shown|given|defined|reported|"
+    r"proposed|introduced|outlined|noted|detailed)\s+)?"
     r"(?:\b(?:in|from|of|by|according to|within|for|about)\s+)?(?:the\s+)?"
-    r"(?:(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"
+    r"(?:\b(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"
     r"(?:\b(?:titled|entitled|named|called)\s*)?[:\s“\"'‘「《(]*$",
     re.IGNORECASE,
 )
@@ -115,8 +117,7 @@ def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope
         if found:
             entries, spans = found
             if reason != "title":  # the title beside an id or file name goes too ("Strong Consistency … 1301.0676v5")
-                titled = _by_title(text, entries)
-                spans = spans + (titled[1] if titled else [])
+                spans = spans + _title_spans(text, entries)
             rest, pages = _rest_of_question(text, spans)
             return Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, reason)
     return None
@@ -202,6 +203,19 @@ def _by_title(text: str, catalog: Sequence[CatalogEntry]):
     return [e for e, _ in best], [span for _, span in best]
 
 
+def _title_spans(text: str, entries: Sequence[CatalogEntry]) -> list[tuple[int, int]]:
+    """Every run of the named documents' titles the question says, beside their id or file name or in the
+    question itself: searched as a whole, a title's words pull the title page to the top."""
+    words = [(m.group().casefold(), m.span(), m.group()) for m in _WORD.finditer(text)]
+    frequency = _title_word_frequency(tuple(entries))
+    return [
+        run
+        for entry in entries
+        for number, title in enumerate(entry.titles)
+        for _, run in _title_runs(words, title, frequency, len(entries), single_word=number == 0)
+    ]
+
+
 @functools.lru_cache(maxsize=64)  # a question asks it of each knowledge base; the catalogs seldom change
 def _title_word_frequency(catalog: tuple[CatalogEntry, ...]) -> dict[str, int]:
     frequency: dict[str, int] = {}
@@ -230,9 +244,13 @@ def _words_of(title: str) -> frozenset[str]:
 def _title_run(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
     """(score, span) of the best run of ``title``'s words that the question repeats in the same order and
     that is a name: long and distinctive enough, or one coined word (LCSTS); None if there is none."""
+    return max(_title_runs(words, title, frequency, documents, single_word), default=None, key=lambda run: run[0])
+
+
+def _title_runs(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
+    """(score, span) of every run of ``title``'s words that the question repeats and that is a name."""
     title_words = [w.casefold() for w in _WORD.findall(title)]
     content = [w for w in title_words if _is_content(w)]
-    best = None
     for start, end in _common_runs(words, title_words) if content else []:
         run = words[start:end]
         run_content = [w for w, _, _ in run if _is_content(w)]
@@ -243,9 +261,7 @@ def _title_run(words, title: str, frequency: dict[str, int], documents: int, sin
         )
         if names_a_thing or long_enough:
             score = sum(math.log(1 + documents / frequency.get(w, 1)) for w in run_content)
-            if best is None or score > best[0]:
-                best = (score, (run[0][1][0], run[-1][1][1]))
-    return best
+            yield score, (run[0][1][0], run[-1][1][1])
 
 
 def _common_runs(words, title_words: list[str]) -> list[tuple[int, int]]:
