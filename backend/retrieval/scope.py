@@ -119,8 +119,28 @@ def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope
             if reason != "title":  # the title beside an id or file name goes too ("Strong Consistency … 1301.0676v5")
                 spans = spans + _title_spans(text, entries)
             rest, pages = _rest_of_question(text, spans)
+            if not pages and _about_the_whole(rest):  # "Summarise 1308.3383v2": its title and abstract answer
+                rest = " ".join(dict.fromkeys(title for e in entries for title in e.titles))
             return Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, reason)
     return None
+
+
+# What a question about a document as a whole says besides its name ("What is …?", "Summarise …", "这篇论文讲了什么").
+_ABOUT_THE_WHOLE = frozenset(
+    "what whats describe described description explain summarise summarize summary sum up overview tell me "
+    "about main idea ideas key point points paper document article report work study contribution contributions "
+    "finding findings topic topics abstract please give brief briefly short outline gist content contents say "
+    "says discuss discusses cover covers purpose goal goals aim aims".split()
+)
+_ABOUT_THE_WHOLE_ZH = re.compile(
+    r"这篇|该|本|此|论文|文章|文档|文件|报告|讲了|讲|说了|说|介绍|总结|概括|概述|摘要|主要|内容|是什么|什么|关于|请|一下|简要|简单|的|了|吗|呢"
+)
+
+
+def _about_the_whole(rest: str) -> bool:
+    """Whether what is left of a question, its document's name cut, asks about nothing in particular."""
+    words = [w.casefold() for w in _WORD.findall(_ABOUT_THE_WHOLE_ZH.sub(" ", rest))]
+    return not any(_is_content(w) and w not in _ABOUT_THE_WHOLE for w in words)
 
 
 def _is_framed(text: str, start: int, end: int) -> bool:

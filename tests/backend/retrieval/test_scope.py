@@ -45,8 +45,8 @@ def test_the_file_name_scopes_and_is_cut_from_the_question_with_its_page():
 
 def test_an_arxiv_id_scopes_with_or_without_its_version():
     assert files("What is discussed on page 3 of 1203.2923?") == [JETS]
-    scope = find_scope("Summarise 1506.05865v4 please", CATALOG)
-    assert scope.reason == "arXiv id" and scope.rest == "Summarise please"
+    scope = find_scope("In 1506.05865v4, how are the summaries rated?", CATALOG)
+    assert scope.reason == "arXiv id" and scope.rest == "how are the summaries rated?"
     assert files("What are the findings of the papers 1112.3343 and 1102.0561 on jet vetoes?") == []  # cited, not ours
 
 
@@ -70,6 +70,18 @@ def test_a_word_ending_like_a_naming_word_stays_whole():
     # "context" ends in "text", a word that frames a name ("the text titled …"): only whole words frame one
     scope = find_scope("What are cluster representatives in the context of large-scale graph databases?", CATALOG)
     assert scope.files == [STRUCLUS] and scope.rest == "What are cluster representatives in the context?"
+
+
+def test_a_question_about_a_paper_as_a_whole_searches_its_title():
+    # "Summarise 1203.2923v2" left "Summarise" to search for: passages at random, and a confidence that abstained
+    jets_title = "Disentangling Clustering Effects in Jet Algorithms"
+    for question in (
+        "Summarise 1203.2923v2",
+        "What is the paper 1203.2923v2 about?",
+        "1203.2923v2 讲了什么？",
+    ):
+        assert find_scope(question, CATALOG).rest == jets_title, question
+    assert find_scope("Which jets does 1203.2923v2 compare?", CATALOG).rest == "Which jets does compare?"
 
 
 def test_a_distinctive_part_of_a_title_scopes():
@@ -212,6 +224,12 @@ def test_an_arxiv_id_and_a_named_page_find_that_page(service: DocLens):
     by_page = service.search(KB, f'What does "{STREAMING} (P2)" describe?')
     assert (by_page.sources[0].file, by_page.sources[0].page) == (STREAMING, 2)
     assert by_page.searched_in == f"{STREAMING} (p. 2)"
+
+
+def test_a_paper_asked_about_as_a_whole_answers_from_its_first_page(service: DocLens):
+    result = service.search(KB, "What is the paper 2402.05678 about?")
+    assert (result.sources[0].file, result.sources[0].page) == (SENSORS, 1)
+    assert result.confidence >= service.settings.confidence.warn_below  # not "the documents do not hold it"
 
 
 def test_a_question_naming_no_paper_searches_everything(service: DocLens):
