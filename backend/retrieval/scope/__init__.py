@@ -9,25 +9,27 @@ names ("(P20)", "on page 5", "第3页") is put first within that document.
 
 from __future__ import annotations
 
-import functools
-import math
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass, field
-from pathlib import PurePath
 from typing import TYPE_CHECKING, Optional, Sequence
 
+from backend.retrieval.scope.catalog import ARXIV_ID, OLD_ARXIV_ID, WORD, CatalogEntry, Catalogs
+from backend.retrieval.scope.catalog import catalog_entry as catalog_entry  # part of the scope API
+from backend.retrieval.scope.titles import (
+    by_title,
+    file_stem,
+    is_content,
+    is_framed,
+    looks_like_a_name,
+    title_spans,
+)
 from backend.store.base import SearchFilter
-from backend.text import ENGLISH_STOPWORDS
 from backend.types import Source
 
 if TYPE_CHECKING:
     from backend.knowledge_bases.open_kb import OpenKB
 
-_ARXIV_ID = re.compile(r"(?<![\d.])(\d{4}\.\d{4,5})(v\d+)?(?![\d])")
-_OLD_ARXIV_ID = re.compile(r"\b([a-z\-]+(?:\.[A-Z]{2})?/\d{7})(v\d+)?\b")
-_WORD = re.compile(r"\w+(?:[-'’]\w+)*")
 _PAGE_HINTS = (
     re.compile(r"\(\s*P\.?\s*(\d{1,4})\s*\)"),
     re.compile(r"\b(?:on|at|in|from|of)?\s*(?:the\s+)?pages?\s+(\d{1,4})\b", re.IGNORECASE),
@@ -49,25 +51,6 @@ _FRAME_AFTER = re.compile(
     r"(?:(?:document|paper|article|file|pdf|report|study)\b)?",
     re.IGNORECASE,
 )
-_NAME_WORDS = r"(?:document|paper|article|file|pdf|report|study|manuscript|titled|entitled|named|called)"
-_NAMED_BEFORE = re.compile(rf"(?:\b{_NAME_WORDS}\s*[:“\"'‘「《(]*|[“\"‘「《])\s*$", re.IGNORECASE)
-_NAMED_AFTER = re.compile(rf"^\s*(?:[”\"’」》]|\.pdf\b|{_NAME_WORDS}\b)", re.IGNORECASE)
-# A title phrase names a document when it is this long in content words (and says something the other
-# documents' names do not).
-_MIN_PHRASE_WORDS = 2
-_MIN_TITLE_SHARE = 0.5
-_NAME_WORD_MIN_CHARS = 3
-
-
-@dataclass(frozen=True)
-class CatalogEntry:
-    """What one document can be called: its file name, its arXiv id (if any), the title its file name
-    gives, and title-like lines from the top of its first page."""
-
-    doc_id: str
-    file: str
-    arxiv_ids: tuple[str, ...] = ()
-    titles: tuple[str, ...] = ()  # [0]: from the file name; the rest: from the first page
 
 
 @dataclass
@@ -86,38 +69,17 @@ class Scope:
         return ", ".join(self.files) + pages
 
 
-def catalog_entry(doc_id: str, file: str, first_page: str = "") -> CatalogEntry:
-    """Names of a document from its file name and the top of its first page."""
-    stem = PurePath(file).stem
-    ids = {m.group(1) for m in _ARXIV_ID.finditer(stem)} | {m.group(1) for m in _OLD_ARXIV_ID.finditer(stem)}
-    head = first_page[:3000]
-    ids |= {m.group(1) for m in re.finditer(r"arXiv:\s*(\d{4}\.\d{4,5})", head)}
-    titles = [re.sub(r"[_\s]+", " ", _ARXIV_ID.sub("", stem)).strip(" -–_")]
-    titles += [line.strip() for line in head.splitlines()[:8] if _looks_like_a_title(line)][:2]
-    return CatalogEntry(doc_id, file, tuple(sorted(ids)), tuple(t for t in titles if t))
-
-
-def _looks_like_a_title(line: str) -> bool:
-    """A heading line: 3-15 words, mostly capitalised (or Chinese), not ending like a sentence."""
-    words = _WORD.findall(line)
-    if not 3 <= len(words) <= 15 or line.rstrip().endswith((".", ",", ";", ":", "。", "，")):
-        return False
-    capitalised = sum(1 for w in words if w[0].isupper() or not w[0].isascii())
-    content = sum(1 for w in words if w.casefold() not in ENGLISH_STOPWORDS)
-    return capitalised >= max(2, 0.8 * content)
-
-
 def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope]:
     """The document(s) the question names, or None. Only names that single out documents count."""
     if not question.strip() or not catalog:
         return None
     text = unicodedata.normalize("NFKC", question)
-    for finder, reason in ((_by_file_name, "file name"), (_by_arxiv_id, "arXiv id"), (_by_title, "title")):
+    for finder, reason in ((_by_file_name, "file name"), (_by_arxiv_id, "arXiv id"), (by_title, "title")):
         found = finder(text, catalog)
         if found:
             entries, spans = found
             if reason != "title":  # the title beside an id or file name goes too ("Strong Consistency … 1301.0676v5")
-                spans = spans + _title_spans(text, entries)
+                spans = spans + title_spans(text, entries)
             rest, pages = _rest_of_question(text, spans)
             if not pages and _about_the_whole(rest):  # "Summarise 1308.3383v2": its title and abstract answer
                 rest = " ".join(dict.fromkeys(title for e in entries for title in e.titles))
@@ -139,13 +101,8 @@ _ABOUT_THE_WHOLE_ZH = re.compile(
 
 def _about_the_whole(rest: str) -> bool:
     """Whether what is left of a question, its document's name cut, asks about nothing in particular."""
-    words = [w.casefold() for w in _WORD.findall(_ABOUT_THE_WHOLE_ZH.sub(" ", rest))]
-    return not any(_is_content(w) and w not in _ABOUT_THE_WHOLE for w in words)
-
-
-def _is_framed(text: str, start: int, end: int) -> bool:
-    """Whether a name is said as a name: quoted, or next to "paper", "document", "titled", ".pdf"."""
-    return bool(_NAMED_BEFORE.search(text[max(0, start - 40) : start]) or _NAMED_AFTER.match(text[end : end + 40]))
+    words = [w.casefold() for w in WORD.findall(_ABOUT_THE_WHOLE_ZH.sub(" ", rest))]
+    return not any(is_content(w) and w not in _ABOUT_THE_WHOLE for w in words)
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -171,13 +128,13 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
     lowered = text.casefold()
     best: list[tuple[int, int, CatalogEntry]] = []
     for entry in catalog:
-        stem = _file_stem(entry.file)
+        stem = file_stem(entry.file)
         if len(stem) < 4 or stem not in lowered:  # "a.pdf" would be found in every other question;
             continue  # the substring test first: a regex per document and question took 1.9 s at 1,500 documents
         for match in re.finditer(rf"(?<!\w){re.escape(stem)}(?!\w)", lowered):
             start, end = match.span()
             # a file called after one plain word ("report.pdf") is named only as a file or in quotes
-            if stem.isalpha() and not (_looks_like_a_name(text[start:end]) or _is_framed(text, start, end)):
+            if stem.isalpha() and not (looks_like_a_name(text[start:end]) or is_framed(text, start, end)):
                 continue
             best.append((start, end, entry))
             break
@@ -190,127 +147,13 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
 
 def _by_arxiv_id(text: str, catalog: Sequence[CatalogEntry]):
     entries, spans = [], []
-    for pattern in (_ARXIV_ID, _OLD_ARXIV_ID):
+    for pattern in (ARXIV_ID, OLD_ARXIV_ID):
         for match in pattern.finditer(text):
             named = [e for e in catalog if match.group(1) in e.arxiv_ids]
             entries += [e for e in named if e not in entries]
             if named:
                 spans.append(match.span())
     return (entries, spans) if entries else None
-
-
-def _by_title(text: str, catalog: Sequence[CatalogEntry]):
-    """The longest run of a title's words the question repeats, if it is distinctive enough to be a name."""
-    words = [(m.group().casefold(), m.span(), m.group()) for m in _WORD.finditer(text)]
-    asked = {w for w, _, _ in words if _is_content(w)}
-    document_frequency = _title_word_frequency(tuple(catalog))
-    best_score, best = 0.0, []
-    for entry in catalog:
-        for number, title in enumerate(entry.titles):
-            if asked.isdisjoint(_words_of(title)):
-                continue  # most titles share no word with the question: skip the run search
-            # A first page's lines also hold section, company and journal names: taken from there, a title
-            # counts only when the question says it as a name, and never as a single word.
-            found = _title_run(words, title, document_frequency, len(catalog), single_word=number == 0)
-            if found and number > 0 and not _is_framed(text, *found[1]):
-                found = None
-            if found and found[0] > best_score + 1e-9:
-                best_score, best = found[0], [(entry, found[1])]
-            elif found and abs(found[0] - best_score) <= 1e-9 and entry not in [b[0] for b in best]:
-                best.append((entry, found[1]))
-    if not best:
-        return None
-    return [e for e, _ in best], [span for _, span in best]
-
-
-def _title_spans(text: str, entries: Sequence[CatalogEntry]) -> list[tuple[int, int]]:
-    """Every run of the named documents' titles the question says, beside their id or file name or in the
-    question itself: searched as a whole, a title's words pull the title page to the top."""
-    words = [(m.group().casefold(), m.span(), m.group()) for m in _WORD.finditer(text)]
-    frequency = _title_word_frequency(tuple(entries))
-    return [
-        run
-        for entry in entries
-        for number, title in enumerate(entry.titles)
-        for _, run in _title_runs(words, title, frequency, len(entries), single_word=number == 0)
-    ]
-
-
-@functools.lru_cache(maxsize=64)  # a question asks it of each knowledge base; the catalogs seldom change
-def _title_word_frequency(catalog: tuple[CatalogEntry, ...]) -> dict[str, int]:
-    frequency: dict[str, int] = {}
-    for entry in catalog:
-        for word in _title_words(entry):
-            frequency[word] = frequency.get(word, 0) + 1
-    return frequency
-
-
-# Per document, not per question: at 1,500 documents these took most of a question's time.
-@functools.lru_cache(maxsize=1 << 16)
-def _file_stem(file: str) -> str:
-    return PurePath(file).stem.casefold()
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _title_words(entry: CatalogEntry) -> frozenset[str]:
-    return frozenset().union(*map(_words_of, entry.titles))
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _words_of(title: str) -> frozenset[str]:
-    return frozenset(w.casefold() for w in _WORD.findall(title))
-
-
-def _title_run(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
-    """(score, span) of the best run of ``title``'s words that the question repeats in the same order and
-    that is a name: long and distinctive enough, or one coined word (LCSTS); None if there is none."""
-    return max(_title_runs(words, title, frequency, documents, single_word), default=None, key=lambda run: run[0])
-
-
-def _title_runs(words, title: str, frequency: dict[str, int], documents: int, single_word: bool = True):
-    """(score, span) of every run of ``title``'s words that the question repeats and that is a name."""
-    title_words = [w.casefold() for w in _WORD.findall(title)]
-    content = [w for w in title_words if _is_content(w)]
-    for start, end in _common_runs(words, title_words) if content else []:
-        run = words[start:end]
-        run_content = [w for w, _, _ in run if _is_content(w)]
-        rare = any(frequency.get(w, 0) == 1 for w in run_content)
-        names_a_thing = single_word and len(run) == 1 and rare and _looks_like_a_name(run[0][2])
-        long_enough = (
-            rare and len(run_content) >= _MIN_PHRASE_WORDS and len(run_content) >= _MIN_TITLE_SHARE * len(content)
-        )
-        if names_a_thing or long_enough:
-            score = sum(math.log(1 + documents / frequency.get(w, 1)) for w in run_content)
-            yield score, (run[0][1][0], run[-1][1][1])
-
-
-def _common_runs(words, title_words: list[str]) -> list[tuple[int, int]]:
-    """Maximal runs words[start:end] equal to a stretch of ``title_words``."""
-    runs = set()
-    for start in range(len(words)):
-        for offset in range(len(title_words)):
-            if start and offset and words[start - 1][0] == title_words[offset - 1]:
-                continue  # not maximal: the run starting one word earlier holds it
-            length = 0
-            while (
-                start + length < len(words)
-                and offset + length < len(title_words)
-                and words[start + length][0] == title_words[offset + length]
-            ):
-                length += 1
-            if length:
-                runs.add((start, start + length))
-    return sorted(runs)
-
-
-def _is_content(word: str) -> bool:
-    return len(word) >= 2 and word not in ENGLISH_STOPWORDS and not word.isdigit()
-
-
-def _looks_like_a_name(word: str) -> bool:
-    """A coined name or acronym as written in the question: LCSTS, StruClus, BERT (not "Clustering")."""
-    capitals = sum(ch.isupper() for ch in word)
-    return len(word) >= _NAME_WORD_MIN_CHARS and (capitals >= 2 or (capitals == 1 and not word[0].isupper()))
 
 
 def _rest_of_question(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str, list[int]]:
@@ -342,8 +185,8 @@ def named_file(question: str) -> str:
 def names_another(file: str, scope: Scope) -> bool:
     """Whether the file name a question gives carries an arXiv id none of the scoped documents has: its
     title's words found another document ("… of Dense Graphs" for "… of Streaming Graphs")."""
-    given = {m.group(1) for m in _ARXIV_ID.finditer(file)}
-    scoped = {m.group(1) for name in scope.files for m in _ARXIV_ID.finditer(name)}
+    given = {m.group(1) for m in ARXIV_ID.finditer(file)}
+    scoped = {m.group(1) for name in scope.files for m in ARXIV_ID.finditer(name)}
     return bool(given) and not given & scoped
 
 
@@ -376,39 +219,6 @@ def named_pages_first(sources: list[Source], scope: Optional[Scope]) -> list[Sou
     if scope is None or not scope.pages:
         return sources
     return sorted(sources, key=lambda s: not on_named_pages(s, scope))
-
-
-_Cached = tuple[int, tuple[str, ...], list["CatalogEntry"]]  # registry version, complete doc ids, catalog
-
-
-class Catalogs:
-    """The catalog of each knowledge base, rebuilt when its complete documents change."""
-
-    def __init__(self) -> None:
-        self._cached: dict[str, _Cached] = {}
-        self._lock = threading.Lock()
-
-    def get(self, collection: str, registry, excluded: Sequence[str] = ()) -> list[CatalogEntry]:
-        version = registry.version()  # unchanged: nothing to read (a question asks it of each knowledge base)
-        with self._lock:
-            cached = self._cached.get(collection)
-        if cached is None or cached[0] != version:
-            cached = self._refreshed(registry, version, cached)
-            with self._lock:
-                self._cached[collection] = cached
-        leaving_out = set(excluded)
-        return [e for e in cached[2] if e.doc_id not in leaving_out]
-
-    @staticmethod
-    def _refreshed(registry, version: int, cached: Optional[_Cached]) -> _Cached:
-        """The catalog after the registry changed: rebuilt only when its complete documents did (an upload
-        commits often; the first pages of 1,500 documents take 1-2 s to read)."""
-        documents = registry.documents(status="complete")
-        key = tuple(sorted(d.doc_id for d in documents))
-        if cached is not None and cached[1] == key:
-            return (version, key, cached[2])
-        first = registry.first_pages()
-        return (version, key, [catalog_entry(d.doc_id, d.file, first.get(d.doc_id, "")) for d in documents])
 
 
 def search_scope(
