@@ -51,6 +51,14 @@ _FRAME_AFTER = re.compile(
     r"(?:(?:document|paper|article|file|pdf|report|study)\b)?",
     re.IGNORECASE,
 )
+# The same in Chinese: "在《…》里", "根据…文档中的", "…这篇论文的".
+_FRAME_BEFORE_ZH = re.compile(
+    r"(?:在|从|根据|按照|关于|对于)?\s*(?:这篇|该)?(?:文档|论文|文章|文件|报告)?\s*[《「“\"]*\s*$"
+)
+_FRAME_AFTER_ZH = re.compile(
+    r"^\s*[》」”\"]*\s*(?:这篇|该)?(?:文档|论文|文章|文件|报告)?(?:里面|里|中|内|之中)?(?:的)?"
+)
+_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass
@@ -131,10 +139,13 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
         stem = file_stem(entry.file)
         if len(stem) < 4 or stem not in lowered:  # "a.pdf" would be found in every other question;
             continue  # the substring test first: a regex per document and question took 1.9 s at 1,500 documents
-        for match in re.finditer(rf"(?<!\w){re.escape(stem)}(?!\w)", lowered):
+        # Chinese runs on without spaces: a Chinese name is found inside the words around it ("物理公式示例文档中的…")
+        bounded = re.escape(stem) if _CJK.search(stem) else rf"(?<!\w){re.escape(stem)}(?!\w)"
+        for match in re.finditer(bounded, lowered):
             start, end = match.span()
             # a file called after one plain word ("report.pdf") is named only as a file or in quotes
-            if stem.isalpha() and not (looks_like_a_name(text[start:end]) or is_framed(text, start, end)):
+            plain_word = stem.isascii() and stem.isalpha()
+            if plain_word and not (looks_like_a_name(text[start:end]) or is_framed(text, start, end)):
                 continue
             best.append((start, end, entry))
             break
@@ -160,8 +171,8 @@ def _rest_of_question(text: str, spans: Sequence[tuple[int, int]]) -> tuple[str,
     """The question without the named document(s) and the words that framed them, and the pages it names."""
     pages = page_hints(text)
     for start, end in reversed(_merged(spans)):
-        before = _FRAME_BEFORE.sub("", text[:start])
-        after = _FRAME_AFTER.sub("", text[end:])
+        before = _FRAME_BEFORE_ZH.sub("", _FRAME_BEFORE.sub("", text[:start]))
+        after = _FRAME_AFTER_ZH.sub("", _FRAME_AFTER.sub("", text[end:]))
         text = before.rstrip() + " " + after.lstrip()
     for pattern in _PAGE_HINTS:
         text = pattern.sub(" ", text)

@@ -84,6 +84,19 @@ def test_a_question_about_a_paper_as_a_whole_searches_its_title():
     assert find_scope("Which jets does 1203.2923v2 compare?", CATALOG).rest == "Which jets does compare?"
 
 
+def test_a_chinese_file_name_names_its_document_inside_the_words_around_it():
+    # Chinese has no spaces between words: "物理公式示例文档中的…" was no name at all, quoted or not
+    catalog = [catalog_entry("p", "物理公式示例文档.pdf"), catalog_entry("b", "商业分析示例文档.pdf")]
+    for question, rest in (
+        ("物理公式示例文档中的零点能是多少？", "零点能是多少?"),
+        ("在物理公式示例文档里，谐振子的能级公式是什么", "谐振子的能级公式是什么"),
+        ("What is the zero-point energy in 物理公式示例文档?", "What is the zero-point energy?"),
+    ):
+        scope = find_scope(question, catalog)
+        assert scope is not None and scope.files == ["物理公式示例文档.pdf"] and scope.rest == rest, question
+    assert find_scope("总结一下物理公式示例文档", catalog).rest == "物理公式示例文档"  # asked as a whole: its title
+
+
 def test_a_distinctive_part_of_a_title_scopes():
     assert files("How is the dataset built in the LCSTS paper?") == [LCSTS]
     assert files("What are cluster representatives in structural clustering of large-scale graph databases?") == [
@@ -230,6 +243,11 @@ def test_a_paper_asked_about_as_a_whole_answers_from_its_first_page(service: Doc
     result = service.search(KB, "What is the paper 2402.05678 about?")
     assert (result.sources[0].file, result.sources[0].page) == (SENSORS, 1)
     assert result.confidence >= service.settings.confidence.warn_below  # not "the documents do not hold it"
+
+
+def test_a_chinese_question_naming_a_chinese_document_searches_only_it(service: DocLens):
+    result = service.search(KB, "物理公式示例文档中的零点能是多少？")
+    assert result.searched_in == PHYSICS and {s.file for s in result.sources} == {PHYSICS}
 
 
 def test_a_question_naming_no_paper_searches_everything(service: DocLens):
