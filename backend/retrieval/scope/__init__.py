@@ -90,7 +90,7 @@ def find_scope(question: str, catalog: Sequence[CatalogEntry]) -> Optional[Scope
                 spans = spans + title_spans(text, entries)
             rest, pages = _rest_of_question(text, spans)
             if not pages and _about_the_whole(rest):  # "Summarise 1308.3383v2": its title and abstract answer
-                rest = " ".join(dict.fromkeys(title for e in entries for title in e.titles))
+                rest = _titles(entries)
             return Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, reason)
     return None
 
@@ -105,6 +105,11 @@ _ABOUT_THE_WHOLE = frozenset(
 _ABOUT_THE_WHOLE_ZH = re.compile(
     r"这篇|该|本|此|论文|文章|文档|文件|报告|讲了|讲|说了|说|介绍|总结|概括|概述|摘要|主要|内容|是什么|什么|关于|请|一下|简要|简单|的|了|吗|呢"
 )
+
+
+def _titles(entries: Sequence[CatalogEntry]) -> str:
+    """What a question about documents as a whole searches for: their titles."""
+    return " ".join(dict.fromkeys(title for e in entries for title in e.titles))
 
 
 def _about_the_whole(rest: str) -> bool:
@@ -212,6 +217,8 @@ def scope_for(question: str, catalog: Sequence[CatalogEntry], chosen: Sequence[s
     if scope is None and entries and page_hints(question):
         rest, pages = _rest_of_question(unicodedata.normalize("NFKC", question), [])
         scope = Scope([e.doc_id for e in entries], [e.file for e in entries], rest, pages, "chosen")
+    elif scope is None and entries and _about_the_whole(question):  # "Summarise" with a paper picked
+        scope = Scope([e.doc_id for e in entries], [e.file for e in entries], _titles(entries), [], "chosen")
     return scope
 
 

@@ -245,6 +245,14 @@ def test_a_paper_asked_about_as_a_whole_answers_from_its_first_page(service: Doc
     assert result.confidence >= service.settings.confidence.warn_below  # not "the documents do not hold it"
 
 
+def test_a_picked_paper_asked_about_as_a_whole_answers_from_its_first_page(service: DocLens):
+    # With a paper picked in the filter, "Summarise" searched the word "Summarise": 7 %, an abstaining answer
+    for question in ("Summarise", "What is this paper about?", "总结一下这篇论文"):
+        result = service.search(KB, question, doc=SENSORS)
+        assert 1 in [s.page for s in result.sources[:3]], question
+        assert result.confidence >= service.settings.confidence.warn_below, question
+
+
 def test_a_chinese_question_naming_a_chinese_document_searches_only_it(service: DocLens):
     result = service.search(KB, "物理公式示例文档中的零点能是多少？")
     assert result.searched_in == PHYSICS and {s.file for s in result.sources} == {PHYSICS}
