@@ -4,7 +4,8 @@ People ask "…in the acknowledgments of document "1203.2923v2 - Disentangling C
 Algorithms.pdf"" or "in the LCSTS paper …". Searched as a whole, the name's words pull the title page to the
 top. So the name (file name, arXiv id, title, or a distinctive part of the title) is found here, the search is
 limited to that document, and only the rest of the question is scored for the page. A page the question
-names ("(P20)", "on page 5", "第3页") is put first within that document.
+names ("(P20)", "on page 5", "第3页") is put first within that document. A question about the document as a
+whole ("Summarise 1308.3383v2", or "总结一下" with it picked) searches its titles.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ _PAGE_HINTS = (
 )
 # Words that frame a name ("in the document titled …", "… paper") and go with it when it is cut out.
 _FRAME_BEFORE = re.compile(
-    r"(?:\b(?:as\s+)?(?:described|discussed|mentioned|presented|explained|stated|shown|given|defined|reported|"
+    r"(?:\bas\s+(?:described|discussed|mentioned|presented|explained|stated|shown|given|defined|reported|"
     r"proposed|introduced|outlined|noted|detailed)\s+)?"
     r"(?:\b(?:in|from|of|by|according to|within|for|about)\s+)?(?:the\s+)?"
     r"(?:\b(?:document|paper|article|file|pdf|report|study|work|text|manuscript)s?\s*)?"

@@ -48,6 +48,8 @@ def test_an_arxiv_id_scopes_with_or_without_its_version():
     scope = find_scope("In 1506.05865v4, how are the summaries rated?", CATALOG)
     assert scope.reason == "arXiv id" and scope.rest == "how are the summaries rated?"
     assert files("What are the findings of the papers 1112.3343 and 1102.0561 on jet vetoes?") == []  # cited, not ours
+    # "as described in" frames a name; "proposed" alone is what is asked
+    assert find_scope("Which method is proposed in the paper 1203.2923v2?", CATALOG).rest == "Which method is proposed?"
 
 
 def test_the_title_beside_an_id_goes_with_it():
