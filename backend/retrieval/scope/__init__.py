@@ -116,7 +116,8 @@ def _titles(entries: Sequence[CatalogEntry]) -> str:
 def _about_the_whole(rest: str) -> bool:
     """Whether what is left of a question, its document's name cut, asks about nothing in particular."""
     words = [w.casefold() for w in WORD.findall(_ABOUT_THE_WHOLE_ZH.sub(" ", rest))]
-    return not any(is_content(w) and w not in _ABOUT_THE_WHOLE for w in words)
+    # one Chinese character is a word of its own (光, 热): what is left of the generic words is asked
+    return not any((is_content(w) or _CJK.search(w)) and w not in _ABOUT_THE_WHOLE for w in words)
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -97,6 +97,7 @@ def test_a_chinese_file_name_names_its_document_inside_the_words_around_it():
         scope = find_scope(question, catalog)
         assert scope is not None and scope.files == ["物理公式示例文档.pdf"] and scope.rest == rest, question
     assert find_scope("总结一下物理公式示例文档", catalog).rest == "物理公式示例文档"  # asked as a whole: its title
+    assert find_scope("物理公式示例文档中的光是什么？", catalog).rest == "光是什么?"  # one character is a word
 
 
 def test_a_distinctive_part_of_a_title_scopes():
