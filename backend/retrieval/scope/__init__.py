@@ -26,6 +26,7 @@ from backend.retrieval.scope.titles import (
     title_spans,
 )
 from backend.store.base import SearchFilter
+from backend.text import HAN_CHAR
 from backend.types import Source
 
 if TYPE_CHECKING:
@@ -59,7 +60,6 @@ _FRAME_BEFORE_ZH = re.compile(
 _FRAME_AFTER_ZH = re.compile(
     r"^\s*[》」”\"]*\s*(?:这篇|该)?(?:文档|论文|文章|文件|报告)?(?:里面|里|中|内|之中)?(?:的)?"
 )
-_CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 @dataclass
@@ -117,7 +117,7 @@ def _about_the_whole(rest: str) -> bool:
     """Whether what is left of a question, its document's name cut, asks about nothing in particular."""
     words = [w.casefold() for w in WORD.findall(_ABOUT_THE_WHOLE_ZH.sub(" ", rest))]
     # one Chinese character is a word of its own (光, 热): what is left of the generic words is asked
-    return not any((is_content(w) or _CJK.search(w)) and w not in _ABOUT_THE_WHOLE for w in words)
+    return not any((is_content(w) or HAN_CHAR.search(w)) and w not in _ABOUT_THE_WHOLE for w in words)
 
 
 def _merged(spans: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -147,7 +147,7 @@ def _by_file_name(text: str, catalog: Sequence[CatalogEntry]):
         if len(stem) < 4 or stem not in lowered:  # "a.pdf" would be found in every other question;
             continue  # the substring test first: a regex per document and question took 1.9 s at 1,500 documents
         # Chinese runs on without spaces: a Chinese name is found inside the words around it ("物理公式示例文档中的…")
-        bounded = re.escape(stem) if _CJK.search(stem) else rf"(?<!\w){re.escape(stem)}(?!\w)"
+        bounded = re.escape(stem) if HAN_CHAR.search(stem) else rf"(?<!\w){re.escape(stem)}(?!\w)"
         for match in re.finditer(bounded, lowered):
             start, end = match.span()
             # a file called after one plain word ("report.pdf") is named only as a file or in quotes

@@ -28,7 +28,7 @@ def is_framed(text: str, start: int, end: int) -> bool:
 
 def by_title(text: str, catalog: Sequence[CatalogEntry]):
     """The longest run of a title's words the question repeats, if it is distinctive enough to be a name."""
-    words = [(m.group().casefold(), m.span(), m.group()) for m in WORD.finditer(text)]
+    words = _question_words(text)
     asked = {w for w, _, _ in words if is_content(w)}
     document_frequency = _title_word_frequency(tuple(catalog))
     best_score, best = 0.0, []
@@ -53,7 +53,7 @@ def by_title(text: str, catalog: Sequence[CatalogEntry]):
 def title_spans(text: str, entries: Sequence[CatalogEntry]) -> list[tuple[int, int]]:
     """Every run of the named documents' titles the question says, beside their id or file name or in the
     question itself: searched as a whole, a title's words pull the title page to the top."""
-    words = [(m.group().casefold(), m.span(), m.group()) for m in WORD.finditer(text)]
+    words = _question_words(text)
     frequency = _title_word_frequency(tuple(entries))
     return [
         run
@@ -61,6 +61,11 @@ def title_spans(text: str, entries: Sequence[CatalogEntry]) -> list[tuple[int, i
         for number, title in enumerate(entry.titles)
         for _, run in _title_runs(words, title, frequency, len(entries), single_word=number == 0)
     ]
+
+
+def _question_words(text: str) -> list[tuple[str, tuple[int, int], str]]:
+    """Each word of a question: folded, where it stands, and as written."""
+    return [(m.group().casefold(), m.span(), m.group()) for m in WORD.finditer(text)]
 
 
 @functools.lru_cache(maxsize=64)  # a question asks it of each knowledge base; the catalogs seldom change
