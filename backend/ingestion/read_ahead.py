@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Iterator, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from backend.documents.ocr import get_ocr_engine
 from backend.documents.pdf import ParsedPage, inspect_pdf, iter_pages
@@ -16,7 +16,9 @@ from backend.knowledge_bases.open_kb import OpenKB
 from backend.settings import Settings
 from backend.stage_times import working_on
 
-READ_AHEAD_PAGES = 32  # parsed pages of the next file held at most, figures included
+READ_AHEAD_PAGES = 32  # parsed pages of one file held at most, figures included
+AHEAD_FILES = 4  # files read ahead at most
+AHEAD_PAGES = 64  # pages of the files read ahead, at most (one file may have more)
 
 
 class PageReader:
@@ -37,6 +39,7 @@ class PageReader:
         cancel: Optional[threading.Event],
         first_page: int = 0,  # pages an interrupted upload of it parsed already (ingestion.checkpoint)
         carry: Optional[dict] = None,  # what the page before first_page hands on (documents.pdf)
+        on_read: Optional[Callable[[], None]] = None,  # called on its thread once the file is read whole
     ) -> None:
         self.item = item
         self.sha = sha
@@ -48,6 +51,8 @@ class PageReader:
         self._queue: queue.Queue = queue.Queue(maxsize=READ_AHEAD_PAGES)
         self._stop = threading.Event()
         self._turn = threading.Event()
+        self._on_read = on_read
+        self.finished = False  # every page is parsed and handed over (or reading failed)
         self._thread = threading.Thread(target=self._read, name="read-ahead", daemon=True)
         self._thread.start()
 
@@ -103,6 +108,9 @@ class PageReader:
             self._hand_over(self._END)
         finally:
             pages.close()
+        self.finished = True
+        if self._on_read is not None:
+            self._on_read()
 
     def _hand_over(self, value: object) -> bool:
         while not self._stopped():
@@ -125,40 +133,86 @@ class PageReader:
 
 
 class ReadAhead:
-    """Reads the next file of an upload while the current one is embedded: parsing is single-threaded,
-    so it uses the core that embedding leaves idle between batches. At most one reader runs at a time."""
+    """Reads the next files of an upload while the current one is embedded: parsing is single-threaded,
+    so it uses what embedding leaves idle between batches. Files are read one after another on their own
+    threads, each starting when the one before has been read whole, up to AHEAD_FILES files or
+    AHEAD_PAGES pages not yet taken: small files are ready by their turn, a big one holds the chain."""
 
     def __init__(self, items: Sequence[UploadItem], settings: Settings, cancel: Optional[threading.Event]) -> None:
         self._items = list(items)
         self._settings = settings
         self._cancel = cancel
-        self._reader: Optional[PageReader] = None
+        self._lock = threading.Lock()
+        self._readers: dict[int, PageReader] = {}  # by the file's place in the upload, not yet taken
+        self._next = 0  # the place of the next file to read ahead
+        self._kb: Optional[OpenKB] = None
+        self._closed = False
 
     def start_after(self, item: UploadItem, kb: OpenKB) -> None:
-        following = next((self._items[i + 1] for i, it in enumerate(self._items[:-1]) if it is item), None)
-        if following is None or self._reader is not None or (self._cancel is not None and self._cancel.is_set()):
-            return
-        try:  # a file that fails these checks fails them again on its turn, with its message
-            check_readable(following)
-            sha = file_sha256(following.path)
-            if kb.registry.document_by_sha(sha) is not None:
-                return  # a duplicate is skipped on its turn: nothing to read
-            page_count = inspect_pdf(following.path, self._settings)
-        except Exception:
-            return
-        done = PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load()
-        self._reader = PageReader(following, sha, page_count, self._settings, self._cancel, len(done), carried(done))
+        """``item`` is being read now: the files after it are read ahead, one after another."""
+        with self._lock:
+            self._kb = kb
+            self._next = max(self._next, self._place(item) + 1)
+            self._fill()
 
     def take(self, item: UploadItem) -> Optional[PageReader]:
         """The reader started for ``item``, now owned by the caller; None if it was not read ahead."""
-        reader = self._reader
-        if reader is None or reader.item is not item:
-            return None
-        self._reader = None
-        reader.begin()
+        with self._lock:
+            place = self._place(item)
+            skipped = [self._readers.pop(p) for p in list(self._readers) if p < place]  # files not started
+            reader = self._readers.pop(place, None)
+            self._next = max(self._next, place + 1)
+            self._fill()
+        for unread in skipped:  # not under the lock: a reader takes it when it has read its file
+            unread.stop()
+        if reader is not None:
+            reader.begin()
         return reader
 
+    def read_whole(self) -> list[str]:
+        """The names of the files read ahead whole, waiting for their turn, in upload order."""
+        with self._lock:
+            return [self._readers[place].item.name for place in sorted(self._readers) if self._readers[place].finished]
+
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.stop()
-            self._reader = None
+        with self._lock:
+            self._closed = True
+            readers, self._readers = list(self._readers.values()), {}
+        for reader in readers:
+            reader.stop()
+
+    def _place(self, item: UploadItem) -> int:
+        return next(i for i, it in enumerate(self._items) if it is item)
+
+    def _fill(self) -> None:
+        """Starts the next file's reader if the ones held are read whole and there is room (lock held)."""
+        if self._closed or self._kb is None or (self._cancel is not None and self._cancel.is_set()):
+            return
+        held = list(self._readers.values())
+        if len(held) >= AHEAD_FILES or sum(r.page_count for r in held) >= AHEAD_PAGES:
+            return
+        if any(not r.finished for r in held):
+            return
+        while self._next < len(self._items):
+            place, self._next = self._next, self._next + 1
+            reader = self._open(self._items[place], self._kb, {r.sha for r in held})
+            if reader is not None:
+                self._readers[place] = reader
+                return
+
+    def _open(self, item: UploadItem, kb: OpenKB, shas: set[str]) -> Optional[PageReader]:
+        try:  # a file that fails these checks fails them again on its turn, with its message
+            check_readable(item)
+            sha = file_sha256(item.path)
+            if sha in shas or kb.registry.document_by_sha(sha) is not None:
+                return None  # a duplicate is skipped on its turn: nothing to read
+            page_count = inspect_pdf(item.path, self._settings)
+        except Exception:
+            return None
+        done = PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load()
+        return PageReader(item, sha, page_count, self._settings, self._cancel, len(done), carried(done), self._read)
+
+    def _read(self) -> None:
+        """A reader has read its file whole: the next may start."""
+        with self._lock:
+            self._fill()

@@ -1,0 +1,65 @@
+"""The files after the current one are read ahead, one after another, within a bound of files and pages.
+Real PDFs, a real knowledge base (tests/backend/ingestion/support.py)."""
+
+from __future__ import annotations
+
+import time
+
+from backend.ingestion.read_ahead import AHEAD_FILES, ReadAhead
+from backend.ingestion.uploads import UploadItem
+from tests.backend.ingestion.support import BUSINESS, COMPUTING, PHYSICS, one_page, open_kb
+
+
+def items_of(*paths) -> list[UploadItem]:
+    return [UploadItem(path, path.name) for path in paths]
+
+
+def wait_for(ahead: ReadAhead, names: list[str], seconds: float = 60.0) -> list[str]:
+    deadline = time.monotonic() + seconds
+    while ahead.read_whole() != names and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return ahead.read_whole()
+
+
+def test_every_small_file_after_the_current_one_is_read_before_its_turn(service, kb):
+    items = items_of(PHYSICS, BUSINESS, COMPUTING)
+    ahead = ReadAhead(items, service.settings, None)
+    try:
+        ahead.start_after(items[0], open_kb(service, kb))
+        # the file after next is read too, not only the next one
+        assert wait_for(ahead, [BUSINESS.name, COMPUTING.name]) == [BUSINESS.name, COMPUTING.name]
+        reader = ahead.take(items[1])
+        assert reader is not None and len(list(reader.pages())) == reader.page_count
+        assert ahead.read_whole() == [COMPUTING.name]
+    finally:
+        ahead.close()
+
+
+def test_at_most_a_few_files_are_read_ahead(service, kb, tmp_path):
+    paths = [one_page(tmp_path, f"word{i}") for i in range(AHEAD_FILES + 3)]
+    items = items_of(*paths)
+    ahead = ReadAhead(items, service.settings, None)
+    try:
+        ahead.start_after(items[0], open_kb(service, kb))
+        held = [p.name for p in paths[1 : 1 + AHEAD_FILES]]
+        assert wait_for(ahead, held) == held
+        time.sleep(0.5)
+        assert ahead.read_whole() == held  # no more until one is taken
+        assert ahead.take(items[1]) is not None
+        assert wait_for(ahead, held[1:] + [paths[1 + AHEAD_FILES].name]) == held[1:] + [paths[1 + AHEAD_FILES].name]
+    finally:
+        ahead.close()
+
+
+def test_taking_a_later_file_stops_the_readers_of_the_files_before_it(service, kb, tmp_path):
+    paths = [one_page(tmp_path, f"skip{i}") for i in range(4)]
+    items = items_of(*paths)
+    ahead = ReadAhead(items, service.settings, None)
+    try:
+        ahead.start_after(items[0], open_kb(service, kb))
+        wait_for(ahead, [p.name for p in paths[1:]])
+        assert ahead.take(items[3]) is not None  # files 1 and 2 were skipped (cancelled alone, say)
+        assert ahead.read_whole() == []
+        assert ahead.take(items[1]) is None
+    finally:
+        ahead.close()
