@@ -137,6 +137,10 @@ class OpenKB:
     def add_rows(self, rows: Sequence[ChunkRow]) -> None:
         self.store.insert(self.collection, list(rows))
 
+    def remove_rows(self, doc_ids: Sequence[str]) -> None:
+        """The rows of pending documents, which stay registered (their rows are written again)."""
+        self.store.delete_documents(self.collection, doc_ids)
+
     def complete_document(
         self,
         doc_id: str,

@@ -152,3 +152,18 @@ def test_a_file_cancelled_while_parsed_or_before_it_starts_leaves_nothing(servic
     assert "before start" in results[2].error
     assert [d.file for d in service_one_by_one.documents(kb_one_by_one)] == [BUSINESS.name]
     assert_consistent(service_one_by_one, kb_one_by_one)
+
+
+def test_a_file_cancelled_alone_once_its_group_is_embedded_is_not_stored_with_it(service, kb):
+    """The group's rows go in with one insert; a file cancelled alone after the group's embedding stops
+    that insert, and the others are then stored one by one."""
+    cancel_files: set[int] = set()
+
+    def progress(event: ProgressEvent) -> None:
+        if event.file == BUSINESS.name and event.stage == "embed" and event.total and event.current == event.total:
+            cancel_files.add(1)  # embedded with the group, not stored yet
+
+    results = service.ingest(kb, FILES, progress=progress, cancel_files=cancel_files)
+    assert [r.status for r in results] == ["indexed", "cancelled", "indexed"]
+    assert sorted(d.file for d in service.documents(kb)) == sorted([PHYSICS.name, COMPUTING.name])
+    assert_consistent(service, kb)
