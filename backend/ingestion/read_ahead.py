@@ -136,7 +136,8 @@ class ReadAhead:
     """Reads the next files of an upload while the current one is embedded: parsing is single-threaded,
     so it uses what embedding leaves idle between batches. Files are read one after another on their own
     threads, each starting when the one before has been read whole, up to AHEAD_FILES files or
-    AHEAD_PAGES pages not yet taken: small files are ready by their turn, a big one holds the chain."""
+    AHEAD_PAGES pages not yet taken (the first one may be of any size): small files are ready by their
+    turn, a big one holds the chain."""
 
     def __init__(self, items: Sequence[UploadItem], settings: Settings, cancel: Optional[threading.Event]) -> None:
         self._items = list(items)
@@ -146,6 +147,7 @@ class ReadAhead:
         self._readers: dict[int, PageReader] = {}  # by the file's place in the upload, not yet taken
         self._next = 0  # the place of the next file to read ahead
         self._kb: Optional[OpenKB] = None
+        self._known: dict[int, Optional[tuple[str, int]]] = {}  # by place: digest and page count
         self._closed = False
 
     def start_after(self, item: UploadItem, kb: OpenKB) -> None:
@@ -189,26 +191,34 @@ class ReadAhead:
         if self._closed or self._kb is None or (self._cancel is not None and self._cancel.is_set()):
             return
         held = list(self._readers.values())
-        if len(held) >= AHEAD_FILES or sum(r.page_count for r in held) >= AHEAD_PAGES:
+        if len(held) >= AHEAD_FILES or any(not r.finished for r in held):
             return
-        if any(not r.finished for r in held):
-            return
+        room = AHEAD_PAGES - sum(r.page_count for r in held) if held else None  # the first may be any size
         while self._next < len(self._items):
-            place, self._next = self._next, self._next + 1
-            reader = self._open(self._items[place], self._kb, {r.sha for r in held})
-            if reader is not None:
-                self._readers[place] = reader
+            place = self._next
+            known = self._inspect(place, self._kb, {r.sha for r in held})
+            if known is not None and room is not None and known[1] > room:
+                return  # it is read ahead once the files before it are taken
+            self._next += 1
+            if known is not None:
+                self._readers[place] = self._reader(self._items[place], self._kb, *known)
                 return
 
-    def _open(self, item: UploadItem, kb: OpenKB, shas: set[str]) -> Optional[PageReader]:
-        try:  # a file that fails these checks fails them again on its turn, with its message
-            check_readable(item)
-            sha = file_sha256(item.path)
-            if sha in shas or kb.registry.document_by_sha(sha) is not None:
-                return None  # a duplicate is skipped on its turn: nothing to read
-            page_count = inspect_pdf(item.path, self._settings)
-        except Exception:
-            return None
+    def _inspect(self, place: int, kb: OpenKB, shas: set[str]) -> Optional[tuple[str, int]]:
+        """The file's digest and page count (asked once per file); None if it is not to be read ahead."""
+        if place not in self._known:
+            item = self._items[place]
+            try:  # a file that fails these checks fails them again on its turn, with its message
+                check_readable(item)
+                self._known[place] = (file_sha256(item.path), inspect_pdf(item.path, self._settings))
+            except Exception:
+                self._known[place] = None
+        known = self._known[place]
+        if known is None or known[0] in shas or kb.registry.document_by_sha(known[0]) is not None:
+            return None  # a duplicate is skipped on its turn: nothing to read
+        return known
+
+    def _reader(self, item: UploadItem, kb: OpenKB, sha: str, page_count: int) -> PageReader:
         done = PageCheckpoint(kb.parsed_pages(doc_id_of(sha))).load()
         return PageReader(item, sha, page_count, self._settings, self._cancel, len(done), carried(done), self._read)
 

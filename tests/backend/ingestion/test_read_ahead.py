@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import time
 
+from backend.ingestion import read_ahead
 from backend.ingestion.read_ahead import AHEAD_FILES, ReadAhead
 from backend.ingestion.uploads import UploadItem
 from tests.backend.ingestion.support import BUSINESS, COMPUTING, PHYSICS, one_page, open_kb
+from tests.support.text_pdf import write_text_pdf
 
 
 def items_of(*paths) -> list[UploadItem]:
@@ -61,5 +63,26 @@ def test_taking_a_later_file_stops_the_readers_of_the_files_before_it(service, k
         assert ahead.take(items[3]) is not None  # files 1 and 2 were skipped (cancelled alone, say)
         assert ahead.read_whole() == []
         assert ahead.take(items[1]) is None
+    finally:
+        ahead.close()
+
+
+def test_a_file_that_would_pass_the_page_bound_waits_until_the_files_before_it_are_taken(
+    service, kb, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(read_ahead, "AHEAD_PAGES", 6)
+    paths = [
+        write_text_pdf(tmp_path / f"four{i}.pdf", [[f"Page {p} of file {i}, about rocks."] for p in range(4)])
+        for i in range(3)
+    ]
+    items = items_of(*paths)
+    ahead = ReadAhead(items, service.settings, None)
+    try:
+        ahead.start_after(items[0], open_kb(service, kb))
+        assert wait_for(ahead, [paths[1].name]) == [paths[1].name]
+        time.sleep(0.5)
+        assert ahead.read_whole() == [paths[1].name]  # 4 pages held, 4 more would be 8 of at most 6
+        assert ahead.take(items[1]) is not None
+        assert wait_for(ahead, [paths[2].name]) == [paths[2].name]
     finally:
         ahead.close()
