@@ -214,7 +214,7 @@ class ReadAhead:
             except Exception:
                 self._known[place] = None
         known = self._known[place]
-        if known is None or known[0] in shas or kb.registry.document_by_sha(known[0]) is not None:
+        if known is None or known[0] in shas or _indexed(kb, known[0]):
             return None  # a duplicate is skipped on its turn: nothing to read
         return known
 
@@ -226,3 +226,12 @@ class ReadAhead:
         """A reader has read its file whole: the next may start."""
         with self._lock:
             self._fill()
+
+
+def _indexed(kb: OpenKB, sha: str) -> bool:
+    """Whether the knowledge base holds this content already; a knowledge base deleted meanwhile is said
+    so on the file's own turn, not on a reader's thread."""
+    try:
+        return kb.registry.document_by_sha(sha) is not None
+    except Exception:
+        return True

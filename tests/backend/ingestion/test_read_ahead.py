@@ -86,3 +86,17 @@ def test_a_file_that_would_pass_the_page_bound_waits_until_the_files_before_it_a
         assert wait_for(ahead, [paths[2].name]) == [paths[2].name]
     finally:
         ahead.close()
+
+
+def test_a_knowledge_base_deleted_meanwhile_stops_reading_ahead_without_an_error(service, kb):
+    """The upload says so on the file's own turn; reading ahead, on whichever thread, just stops."""
+    items = items_of(PHYSICS, BUSINESS, COMPUTING)
+    opened = open_kb(service, kb)
+    service.delete_kb(kb)
+    ahead = ReadAhead(items, service.settings, None)
+    try:
+        ahead.start_after(items[0], opened)
+        time.sleep(0.5)
+        assert ahead.read_whole() == [] and ahead.take(items[1]) is None
+    finally:
+        ahead.close()
