@@ -52,7 +52,7 @@ class PageReader:
         self._stop = threading.Event()
         self._turn = threading.Event()
         self._on_read = on_read
-        self.finished = False  # every page is parsed and handed over (or reading failed)
+        self.finished = False  # every page is parsed and handed over (a file that fails never is)
         self._thread = threading.Thread(target=self._read, name="read-ahead", daemon=True)
         self._thread.start()
 
