@@ -146,7 +146,9 @@ def _eval_modes(
             service, names, questions, main_mode, progress, leave_out_gold=True, who=who, picks=picks
         )
         details[f"{main_mode}-unanswerable"] = left_out
-        report["unanswerable"] = _unanswerable_summary(left_out, "another document picked" if picks else "")
+        report["unanswerable"] = _unanswerable_summary(
+            left_out, "another document picked" if picks else "own document left out"
+        )
     report["calibration_splits"] = calibration_splits(details[main_mode], left_out)
     report["abstention"] = abstention_rates(details[main_mode], left_out, service.settings.confidence.abstain_below)
     report["calibration"] = report["calibration_splits"]["mix"]
@@ -268,11 +270,11 @@ def _by_half(details: list[dict]) -> dict[str, Any]:
     return {half: mean_metrics([d["metrics"] for d in details if paper_half(d["doc"]) == half]) for half in HALVES}
 
 
-def _unanswerable_summary(details: list[dict], how: str = "") -> dict[str, Any]:
+def _unanswerable_summary(details: list[dict], how: str) -> dict[str, Any]:
     """Questions asked without their document: the answer is (almost always) not in the library."""
     confidences = [d["confidence"] for d in details]
     return {
-        "how": how or "own document left out",
+        "how": how,
         "questions": len(details),
         "answer_hit@5": round(sum(d["metrics"]["answer_hit@5"] for d in details) / max(1, len(details)), 4),
         "mean_confidence": round(statistics.fmean(confidences), 1) if confidences else 0.0,
@@ -306,7 +308,7 @@ def format_report(report: dict[str, Any]) -> str:
     missing = report.get("unanswerable")
     if missing:
         lines.append(
-            f"unanswerable ({missing.get('how', 'own document left out')}): {missing['questions']} questions, answer_hit@5 "
+            f"unanswerable ({missing['how']}): {missing['questions']} questions, answer_hit@5 "
             f"{missing['answer_hit@5']}, mean confidence {missing['mean_confidence']}"
         )
     for split, check in (report.get("calibration_splits") or {}).items():
