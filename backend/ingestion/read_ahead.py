@@ -141,6 +141,7 @@ class ReadAhead:
 
     def __init__(self, items: Sequence[UploadItem], settings: Settings, cancel: Optional[threading.Event]) -> None:
         self._items = list(items)
+        self._places = {id(item): place for place, item in enumerate(self._items)}  # an upload may hold 10,000
         self._settings = settings
         self._cancel = cancel
         self._lock = threading.Lock()
@@ -184,7 +185,7 @@ class ReadAhead:
             reader.stop()
 
     def _place(self, item: UploadItem) -> int:
-        return next(i for i, it in enumerate(self._items) if it is item)
+        return self._places[id(item)]
 
     def _fill(self) -> None:
         """Starts the next file's reader if the ones held are read whole and there is room (lock held)."""
