@@ -9,6 +9,7 @@ from backend.answering.abstention import abstained_answer, should_abstain
 from backend.answering.citations import validate_citations
 from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
 from backend.answering.formula_images import FormulaImage, with_formulas_read
+from backend.answering.pacing import paced
 from backend.answering.prompts import HistoryLike, build_prompt
 from backend.errors import LLMError
 from backend.llm.client import LLMClient, LLMCutOff
@@ -97,9 +98,10 @@ def answer_updates(
         if any(a is not b for a, b in zip(read, result.sources)):
             result.sources = read + result.sources[given:]
             yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
-    for update in answer_stream(
+    stream = answer_stream(
         llm, question, result.sources, result.confidence, history=history, searched_question=searched_question
-    ):
+    )
+    for update in paced(stream):
         if update.done and update.answer is not None:
             update.answer.searched_in = result.searched_in
             yield update
