@@ -79,6 +79,16 @@ def clashes(page, over: str, under: str, frame: str = "") -> list[tuple[dict, di
     return [(a, b) for a in rects(page, over) for b in shown if intersect(a, b)]
 
 
+def opened(browsers, url: str, width: int):
+    """A new page of the app, at ``width``, its load done."""
+    page = browsers()
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(url)
+    page.locator("#chatbot").wait_for()
+    ui.wait_idle(page)
+    return page
+
+
 def container_width(page) -> int:
     box = one_rect(page, ".gradio-container")
     return round(box["right"] - box["left"])
@@ -120,11 +130,7 @@ def test_labels_and_corner_buttons_cover_no_message_or_thumbnail(conversation, w
 
 def test_a_phone_width_window_shows_the_title_and_whole_choices(doclens_app: RunningApp, browsers) -> None:
     """At 390 px the language pill covered "DocLens" and the arrow covered "all documents"."""
-    page = browsers()
-    page.set_viewport_size({"width": NARROW, "height": 900})
-    page.goto(doclens_app.url)
-    page.locator("#chatbot").wait_for()
-    ui.wait_idle(page)
+    page = opened(browsers, doclens_app.url, NARROW)
     assert not clashes(page, "#language-switch", ".dl-title")
     for picker in ("#kb-select", "#doc-filter"):
         text_end = page.locator(f"{picker} input").evaluate(
@@ -133,3 +139,18 @@ def test_a_phone_width_window_shows_the_title_and_whole_choices(doclens_app: Run
         arrow = one_rect(page, f"{picker} .icon-wrap")
         assert text_end <= arrow["left"] + 1, (picker, text_end, arrow)
     assert page.evaluate("document.documentElement.scrollWidth") <= NARROW, "the page scrolls sideways"
+
+
+SPILLING_BUTTONS_JS = """() => Array.from(document.querySelectorAll('button'))
+  .filter((b) => b.offsetParent !== null && b.clientWidth > 0 && !b.closest('.dl-offscreen'))
+  .filter((b) => b.scrollWidth > b.clientWidth + 8).map((b) => b.id || b.innerText.trim())"""
+
+
+@pytest.mark.parametrize("width", [WIDE, NARROW])
+def test_every_button_holds_its_label(doclens_app: RunningApp, browsers, width: int) -> None:
+    """The English "Export conversation (Markdown)" spilled out of its 160 px button on both sides, as loose text."""
+    page = opened(browsers, doclens_app.url, width)
+    for tab in ("Chat", "Knowledge base", "Settings"):
+        ui.open_tab(page, tab)
+        page.wait_for_timeout(300)
+        assert page.evaluate(SPILLING_BUTTONS_JS) == [], tab
