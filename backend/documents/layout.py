@@ -6,10 +6,11 @@ Coordinates are PDF points with the origin at the bottom left, as pdfium reports
 from __future__ import annotations
 
 import ctypes
+import math
 import re
 import statistics
 import unicodedata
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Iterable, Iterator, Optional, Sequence
 
 import pypdfium2 as pdfium
@@ -41,6 +42,7 @@ _CMEX = {
     "s": "√",
 }
 _STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
+LEVEL_RADIANS = math.radians(6)  # a scan's text layer may lean a degree or two and still be level
 
 
 @dataclass
@@ -48,6 +50,7 @@ class Char:
     text: str
     box: BBox
     size: float  # font size in points
+    level: bool = True  # drawn level (not turned); turned text (arXiv's stamp up the margin) makes lines of its own
 
 
 @dataclass
@@ -61,6 +64,7 @@ class TextLine:
     block: bool = False
     column: int = 0  # which column region of the page (0: the full width), set by order_lines
     equation: bool = False  # a display equation line (equations.mark_equations): a paragraph of its own
+    turned: bool = False  # a run of turned glyphs: kept out of the rows, read after the page (order_lines)
 
     @property
     def x0(self) -> float:
@@ -109,7 +113,18 @@ def read_lines(textpage: pdfium.PdfTextPage, obstacles: Sequence[BBox] = ()) -> 
 
 def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     """The page's text lines in the order pdfium gives its glyphs (``order_lines`` puts them in reading
-    order; it does not change this list, so one reading can be ordered twice)."""
+    order; it does not change this list, so one reading can be ordered twice). Runs of turned glyphs (the
+    arXiv stamp up the first page's margin, a turned axis label) are lines of their own, ``turned``."""
+    chars = list(_page_chars(textpage))
+    turned = sum(1 for c in chars if c is not None and not c.level)
+    if not turned:
+        return _level_lines(chars)
+    if 2 * turned > sum(1 for c in chars if c is not None):  # a page drawn turned as a whole: all alike
+        return _level_lines([c if c is None or c.level else replace(c, level=True) for c in chars])
+    return _level_lines(chars) + _turned_runs(chars)
+
+
+def _level_lines(chars: Sequence[Optional[Char]]) -> list[TextLine]:
     # FPDFText_GetUnicode is per char index, so text and boxes stay aligned (get_text_range is UCS-2 only).
     # pdfium's own line breaks are not enough: it runs wrapped lines together (with U+FFFE where it
     # took a hyphen away), so a line also ends where the next glyph leaves its row.
@@ -117,7 +132,9 @@ def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     current: list[Char] = []
     last: Optional[Char] = None  # the current line's last visible glyph
     band: list[float] = [0.0, 0.0]  # bottom and top of the current line's visible glyphs so far
-    for char in _page_chars(textpage):
+    for char in chars:
+        if char is not None and not char.level:
+            continue
         if char is None or last is not None and not char.text.isspace() and _leaves_row(last, band, char):
             _close_line(current, lines)
             current, last = [], None
@@ -129,6 +146,22 @@ def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
             band = [min(band[0], low), max(band[1], high)] if last is not None else [low, high]
             last = char
     _close_line(current, lines)
+    return lines
+
+
+def _turned_runs(chars: Sequence[Optional[Char]]) -> list[TextLine]:
+    """Each unbroken run of turned glyphs, in pdfium's order (which is how the run reads), as one line."""
+    lines: list[TextLine] = []
+    run: list[Char] = []
+    for char in [*chars, None]:
+        if char is not None and (not char.level or run and char.text.isspace()):
+            run.append(char)  # (the spaces pdfium puts between its words may be level)
+            continue
+        if run:
+            _close_line(run, lines)
+            run = []
+    for line in lines:
+        line.turned = True
     return lines
 
 
@@ -146,6 +179,7 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             raise pdfium.PdfiumError("Failed to get charbox.")
         box = (edges[0].value, edges[2].value, edges[1].value, edges[3].value)
         size = pdfium_c.FPDFText_GetFontSize(handle, index)
+        level = _is_level(pdfium_c.FPDFText_GetCharAngle(handle, index))
         index += 1
         if 0xD800 <= code < 0xDC00:
             low = pdfium_c.FPDFText_GetUnicode(handle, index) if index < count else 0
@@ -158,12 +192,17 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
         if code == 0x0A:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
-            yield Char("-", box, size)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
+            yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
         elif code >= 0x20 and code != 0xFFFF:
             ch = chr(code)
             if ch in _CMEX and _font_name(handle, index - 1).upper().endswith(("CMEX10", "CMEX9", "CMEX8", "CMEX7")):
                 ch = _CMEX[ch]  # TeX's big operators without a Unicode map read as their code's letter
-            yield Char(fold_char(ch), box, size)
+            yield Char(fold_char(ch), box, size, level)
+
+
+def _is_level(angle: float) -> bool:
+    """A glyph's angle (radians, counterclockwise; -1 when pdfium cannot tell) is within 6 degrees of level."""
+    return angle < 0 or min(angle, 2 * math.pi - angle) < LEVEL_RADIANS
 
 
 def _font_name(handle, index: int) -> str:
@@ -221,13 +260,14 @@ def line_from_chars(chars: Sequence[Char]) -> Optional[TextLine]:
 
 def order_lines(lines: Sequence[TextLine], obstacles: Sequence[BBox] = ()) -> list[TextLine]:
     """Reading order (recursive XY-cut, see reading_order); inside each piece rows top to bottom, and
-    pieces of one row merged when they are close together. ``column`` is set on every line."""
+    pieces of one row merged when they are close together. ``column`` is set on every line. Turned lines
+    come last, as they are: a tall narrow box in the margin joined rows it crossed, beside and out of order."""
     ordered: list[TextLine] = []
-    for leaf in reading_leaves(lines, obstacles):
+    for leaf in reading_leaves([line for line in lines if not line.turned], obstacles):
         for line in _rows_merged(leaf.lines):
             line.column = leaf.column
             ordered.append(line)
-    return ordered
+    return ordered + [line for line in lines if line.turned]
 
 
 def _rows_merged(lines: Sequence[TextLine]) -> list[TextLine]:

@@ -63,6 +63,23 @@ def test_arxiv_two_column_page_is_not_read_across(settings):
     assert "binary entries encoding the presence of the associated substructure" in text
 
 
+def test_the_arxiv_stamp_up_the_margin_is_read_after_the_page_and_joins_no_line(settings):
+    """arXiv's "arXiv:<id> [cs.IR] <date>" is drawn turned up the left margin of every first page. Its glyphs
+    started body lines ("2017 whether they are…", "ar paraphrases…") and its tall boxes joined pairs of
+    lines out of order ("…good performancedetection, authorship…")."""
+    paper = (
+        BENCH
+        / "arxiv-dev"
+        / "docs"
+        / "1712.02820v1 - A Deep Network Model for Paraphrase Detection in Short Text Messages.pdf"
+    )
+    text = normalise(parse_pdf(paper, settings)[0].text)
+    assert "the objective is to detect whether they are semantically identical. An important insight" in text
+    assert "they do not necessarily deliver good performance against noisy texts" in text
+    assert "However, detecting paraphrases in user-generated noisy tweets" in text
+    assert text.endswith("arXiv:1712.02820v1 [cs.IR] 7 Dec 2017") and text.count("arXiv:") == 1
+
+
 def test_ocr_boxes_of_two_columns_are_read_column_by_column():
     # image pixels, y down: a title across the page, two columns under it, a footnote across the page
     boxes = [OCRBox("A title across both columns of the scan", 100, 20, 900, 60)]
