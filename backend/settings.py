@@ -130,6 +130,8 @@ class RerankSettings(_Section):
     document: float = Field(default=0.40, ge=0)
     # relevance kept by a reference-list chunk when the question does not ask for references
     references: float = Field(default=0.9, ge=0, le=1)
+    # and its factor when the question asks for references or publications
+    references_asked: float = Field(default=1.1, ge=1, le=2)
 
 
 class CrossRerankSettings(_Section):

@@ -58,7 +58,7 @@ def rerank(
             }
             source.scores = {s: source.scores[s] for s in SIGNALS}
             source.relevance, source.bridged = cross_relevance(source.scores, cross), True
-            source.relevance *= kind_factor(question, source.kind, weights.references)
+            source.relevance *= kind_factor(question, source.kind, weights.references, weights.references_asked)
             continue
         if asked not in idfs:
             idfs[asked] = candidate_idf(asked, [c.text for c in candidates])
@@ -72,7 +72,7 @@ def rerank(
             "bm25": bm25_score(source.bm25_lead),
         }
         source.relevance = own_relevance(source.scores, weights, has_bm25=source.bm25_lead > 0)
-        source.relevance *= kind_factor(question, source.kind, weights.references)
+        source.relevance *= kind_factor(question, source.kind, weights.references, weights.references_asked)
     with_document(candidates, weights.document)
     return sorted(candidates, key=lambda s: -s.relevance)
 

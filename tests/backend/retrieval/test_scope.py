@@ -159,6 +159,7 @@ def test_reference_chunks_are_demoted_unless_references_are_asked_for():
     assert kind_factor("How are short texts clustered?", "text", REFERENCES) == 1.0
     assert asks_for_references("Which publications by L. Fearnley are cited?")
     assert kind_factor("What are the references on the pseudo-circle?", "references", REFERENCES) == 1.0
+    assert kind_factor("What are the references on the pseudo-circle?", "references", REFERENCES, 1.1) == 1.1
 
 
 # ---------------------------------------------------------------- real PDFs through the service

@@ -94,9 +94,9 @@ def test_reference_list_chunks_lose_to_the_passage_unless_references_are_asked_f
     ranked = composite.rerank("How does short text clustering use topic models?", [bibliography, passage], weights)
     assert ranked[0] is passage and bibliography.relevance < passage.relevance
     ranked = composite.rerank(
-        "Which publications on short text clustering are cited?", [bibliography, passage], weights
+        "Which publications on short text clustering are cited?", [passage, bibliography], weights
     )
-    assert bibliography.relevance == pytest.approx(passage.relevance, abs=3)  # only the rank prior differs
+    assert ranked[0] is bibliography  # asked for, the reference list leads the prose that cites it
 
 
 @pytest.fixture(scope="module")
