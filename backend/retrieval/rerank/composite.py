@@ -58,7 +58,7 @@ def rerank(
             }
             source.scores = {s: source.scores[s] for s in SIGNALS}
             source.relevance, source.bridged = cross_relevance(source.scores, cross), True
-            source.relevance *= kind_factor(question, source.kind, weights.references, weights.references_asked)
+            source.relevance = _of_its_kind(source, question, weights)
             continue
         if asked not in idfs:
             idfs[asked] = candidate_idf(asked, [c.text for c in candidates])
@@ -72,9 +72,16 @@ def rerank(
             "bm25": bm25_score(source.bm25_lead),
         }
         source.relevance = own_relevance(source.scores, weights, has_bm25=source.bm25_lead > 0)
-        source.relevance *= kind_factor(question, source.kind, weights.references, weights.references_asked)
+        source.relevance = _of_its_kind(source, question, weights)
     with_document(candidates, weights.document)
     return sorted(candidates, key=lambda s: -s.relevance)
+
+
+def _of_its_kind(source: Source, question: str, weights: RerankSettings) -> float:
+    """The relevance weighed by the chunk's kind (chunk_kinds), still a percentage."""
+    return min(
+        100.0, source.relevance * kind_factor(question, source.kind, weights.references, weights.references_asked)
+    )
 
 
 def own_relevance(scores: dict[str, float], weights: RerankSettings, has_bm25: bool = True) -> float:

@@ -97,6 +97,14 @@ def test_reference_list_chunks_lose_to_the_passage_unless_references_are_asked_f
         "Which publications on short text clustering are cited?", [passage, bibliography], weights
     )
     assert ranked[0] is bibliography  # asked for, the reference list leads the prose that cites it
+    strong = source(text, similarity=1.0)
+    strong.kind = "references"
+    composite.rerank(
+        "Which publications on short text clustering are cited?",
+        [strong],
+        weights.model_copy(update={"references_asked": 2.0}),
+    )
+    assert strong.relevance <= 100.0  # still a percentage
 
 
 @pytest.fixture(scope="module")
