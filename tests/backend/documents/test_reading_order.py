@@ -51,14 +51,15 @@ def test_latex_two_column_sample_reads_down_each_column(settings):
     assert left_end < text.index("Nulla malesuada porttitor diam.")
 
 
+def arxiv_page_text(settings, paper: str, page: int) -> str:
+    """Page ``page`` (from 1) of an arxiv-dev paper as parsed, normalised."""
+    return normalise(parse_pdf(BENCH / "arxiv-dev" / "docs" / paper, settings)[page - 1].text)
+
+
 def test_arxiv_two_column_page_is_not_read_across(settings):
-    paper = (
-        BENCH
-        / "arxiv-dev"
-        / "docs"
-        / "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf"
+    text = arxiv_page_text(
+        settings, "1609.09000v1 - StruClus Structural Clustering of Large-Scale Graph Databases.pdf", 2
     )
-    text = normalise(parse_pdf(paper, settings)[1].text)
     assert "feature vectors that contain one feature for each subgraph that is found" in text
     assert "binary entries encoding the presence of the associated substructure" in text
 
@@ -67,13 +68,8 @@ def test_the_arxiv_stamp_up_the_margin_is_read_after_the_page_and_joins_no_line(
     """arXiv's "arXiv:<id> [cs.IR] <date>" is drawn turned up the left margin of every first page. Its glyphs
     started body lines ("2017 whether they are…", "ar paraphrases…") and its tall boxes joined pairs of
     lines out of order ("…good performancedetection, authorship…")."""
-    paper = (
-        BENCH
-        / "arxiv-dev"
-        / "docs"
-        / "1712.02820v1 - A Deep Network Model for Paraphrase Detection in Short Text Messages.pdf"
-    )
-    text = normalise(parse_pdf(paper, settings)[0].text)
+    paper = "1712.02820v1 - A Deep Network Model for Paraphrase Detection in Short Text Messages.pdf"
+    text = arxiv_page_text(settings, paper, 1)
     assert "the objective is to detect whether they are semantically identical. An important insight" in text
     assert "they do not necessarily deliver good performance against noisy texts" in text
     assert "However, detecting paraphrases in user-generated noisy tweets" in text
