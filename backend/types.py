@@ -323,6 +323,13 @@ class SearchResult:
     searched_in: str = ""  # the document(s) (and pages) the question named and the search was limited to
     missing_document: str = ""  # a PDF the question names that no searched document answers to
 
+    def abstains(self, abstain_below: float) -> bool:
+        """The documents do not seem to hold the answer: below the threshold (``confidence.abstain_below``),
+        or asked about a document that is not there (``missing_document``), with passages to show (no
+        passage at all already says so on its own). Abstention off (0) never abstains."""
+        low = self.confidence < abstain_below or bool(self.missing_document and abstain_below > 0)
+        return bool(self.sources) and low
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "confidence": round(self.confidence, 1),

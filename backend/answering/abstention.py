@@ -10,13 +10,6 @@ from backend.types import Answer, SearchResult
 ABSTAINED = "abstained"
 
 
-def should_abstain(result: SearchResult, abstain_below: float) -> bool:
-    """Below the threshold, or asked about a document that is not there (``missing_document``), with
-    passages to show (no passage at all already says so on its own). Abstention off (0) never abstains."""
-    low = result.confidence < abstain_below or bool(result.missing_document and abstain_below > 0)
-    return bool(result.sources) and low
-
-
 def abstention_notice(confidence: float, missing_document: str = "") -> str:
     """One line, in English like every notice (the web page shows it in its own language)."""
     if missing_document:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Iterator, Optional, Sequence
 
-from backend.answering.abstention import abstained_answer, should_abstain
+from backend.answering.abstention import abstained_answer
 from backend.answering.citations import validate_citations
 from backend.answering.extractive import NO_MODEL_NOTICE, NO_SOURCES_TEXT, extractive_answer
 from backend.answering.formula_images import FormulaImage, with_formulas_read
@@ -86,7 +86,7 @@ def answer_updates(
     says where the search looked (``result.searched_in``). Below ``abstain_below`` it abstains without asking
     the model. ``formula_image``: where a source's drawn formulas are kept, read as LaTeX before the model
     gets them (``formula_images``); the sources come again once any is read."""
-    abstains = should_abstain(result, abstain_below)
+    abstains = result.abstains(abstain_below)
     yield AnswerUpdate(text="", sources=result.sources, confidence=result.confidence)
     if abstains:
         yield from whole_answer_updates(abstained_answer(question, result, searched_question))

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from backend.answering.abstention import should_abstain
 from backend.errors import DocLensError
 from backend.quality.bench_ingest import ingest_speed
 from backend.quality.calibration import calibration_splits
@@ -233,7 +232,7 @@ def _question_detail(
         "metrics": metrics,
         "found": found_in_top5(metrics, question),
         # nothing searched: no answer, and nothing to abstain from either
-        "abstained": result is not None and should_abstain(result, service.settings.confidence.abstain_below),
+        "abstained": result is not None and result.abstains(service.settings.confidence.abstain_below),
         "latency_ms": result.latency_ms if result else None,
         "confidence": result.confidence if result else 0.0,
         "features": features(sources),

@@ -333,7 +333,7 @@ def test_a_row_offers_its_stored_original_for_download(library_app: RunningApp, 
 
 def test_search_without_a_model_opens_the_framed_page(library_app: RunningApp, page) -> None:
     """Item 19: the ranked passages with page and score, each opening the page with the passage framed,
-    and no model anywhere (none is configured)."""
+    the search's confidence in the panel, and no model anywhere (none is configured)."""
     new_kb_with(page, library_app.url, "a physics", SAMPLE_PDF)
     open_tab(page, "Chat")
     choose(page, "kb-select", "a physics")
@@ -349,6 +349,10 @@ def test_search_without_a_model_opens_the_framed_page(library_app: RunningApp, p
         arg=SAMPLE_PDF.name,
         timeout=ANSWER_TIMEOUT_MS,
     )
+    shown = re.search(r"confidence (\d+)%", text)
+    assert shown, text
+    panel = page.locator("#confidence .dl-conf-value")
+    assert panel.inner_text() == f"{shown.group(1)}%", "the panel shows the search's own confidence"
     result.locator(".dl-cite").first.click()
     image = page.locator("#page-preview img")
     image.wait_for(timeout=ANSWER_TIMEOUT_MS)

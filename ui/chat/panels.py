@@ -6,7 +6,7 @@ import html
 import re
 from typing import Sequence
 
-from backend.types import Answer, Source
+from backend.types import Answer, SearchResult, Source
 from ui.i18n.messages import translate_notice
 from ui.i18n.strings import text
 from ui.icons import icon
@@ -37,45 +37,65 @@ def mode_name(lang: str, mode: str) -> str:
         "abstained": text(lang, "not in your documents", "文档中似乎没有答案"),
         "vision": text(lang, "figure answer", "图表回答"),
         "vision-fallback": text(lang, "figure answer (text model)", "图表回答（文本模型）"),
+        "search": text(lang, "search, no model", "检索（未使用模型）"),
     }
     return names.get(mode, mode)
 
 
 def confidence_html(answer: Answer | None, warn_below: float, lang: str = "en") -> str:
-    title = text(lang, "Confidence", "置信度")
     if answer is None:
-        return f'<div class="dl-confidence dl-empty">{title}: –</div>'
-    value = max(0.0, min(100.0, answer.confidence))
+        return _empty_confidence(lang)
     # A vision answer reads the image itself: the calibrated value only covers the text passages found
     # beside it, which questions like "what does this show?" rarely match. Say so instead of warning.
-    about_figure = answer.mode == "vision"
-    low = value < warn_below and not about_figure
-    heading = text(lang, "Text sources", "文本来源") if about_figure else title
-    if about_figure:
+    if answer.mode == "vision":
         explained = text(
             lang,
             "The answer reads the figure; this is how well the text passages match",
             "回答依据图片本身；此数值仅表示文本段落的匹配程度",
         )
-        note = f'<div class="dl-note">{explained}</div>'
-    elif answer.abstained:
+        heading = text(lang, "Text sources", "文本来源")
+        return _meter_html(answer.confidence, answer.mode, heading, f'<div class="dl-note">{explained}</div>', lang)
+    low = answer.confidence < warn_below
+    return _meter_html(answer.confidence, answer.mode, "", _warning(lang, answer.abstained, low), lang, low)
+
+
+def search_confidence_html(result: SearchResult, warn_below: float, abstain_below: float, lang: str = "en") -> str:
+    """A search (no model) has the same calibrated confidence as an answer, and the same warnings: below
+    ``abstain_below`` its passages are the closest, not an answer."""
+    if not result.sources:
+        return _empty_confidence(lang)
+    low = result.confidence < warn_below
+    note = _warning(lang, result.abstains(abstain_below), low)
+    return _meter_html(result.confidence, "search", "", note, lang, low)
+
+
+def _empty_confidence(lang: str) -> str:
+    return f'<div class="dl-confidence dl-empty">{text(lang, "Confidence", "置信度")}: –</div>'
+
+
+def _warning(lang: str, abstained: bool, low: bool) -> str:
+    if abstained:
         warn = text(
             lang,
             "Not in your documents, it seems: the passages are the closest, not an answer",
             "文档中似乎没有答案：这些段落只是最接近的内容，并非答案",
         )
-        note = f'<div class="dl-warn dl-abstained">{icon("warn")} {warn}</div>'
-    elif low:
+        return f'<div class="dl-warn dl-abstained">{icon("warn")} {warn}</div>'
+    if low:
         warn = text(lang, "Low confidence: check the sources", "置信度低：请核对来源")
-        note = f'<div class="dl-warn">{icon("warn")} {warn}</div>'
-    else:
-        note = ""
+        return f'<div class="dl-warn">{icon("warn")} {warn}</div>'
+    return ""
+
+
+def _meter_html(confidence: float, mode: str, heading: str, note: str, lang: str, low: bool = False) -> str:
+    value = max(0.0, min(100.0, confidence))
+    heading = heading or text(lang, "Confidence", "置信度")
     return (
-        f'<div class="dl-confidence{" dl-low" if low else ""}" data-mode="{html.escape(answer.mode)}">'
+        f'<div class="dl-confidence{" dl-low" if low else ""}" data-mode="{html.escape(mode)}">'
         f'<div class="dl-conf-head"><span>{heading}</span>'
         f'<strong class="dl-conf-value">{value:.0f}%</strong></div>'
         f'<div class="dl-meter"><span style="width:{value:.0f}%"></span></div>'
-        f'{note}<div class="dl-mode">{html.escape(mode_name(lang, answer.mode))}</div></div>'
+        f'{note}<div class="dl-mode">{html.escape(mode_name(lang, mode))}</div></div>'
     )
 
 

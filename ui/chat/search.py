@@ -58,8 +58,8 @@ class SearchHandlers:
         answer_sources: Optional[list[list[dict[str, Any]]]],
         request: gr.Request = None,
     ) -> tuple:
-        """Outputs: chatbot, question, sources table, confidence (emptied: it is an answer's), score chart,
-        every answer's sources, page preview."""
+        """Outputs: chatbot, question, sources table, the search's confidence, score chart, every answer's
+        sources, page preview."""
         lang = lang_of(request)
         question = (question or "").strip()
         if not question:
@@ -80,11 +80,15 @@ class SearchHandlers:
             messages,
             "",
             ChatHandlers.sources_dataset(result.sources, lang),
-            panels.confidence_html(None, 0, lang),
+            self.confidence_html(result, lang),
             panels.score_chart_html(result.sources, lang),
             [*answer_sources, source_state(result.sources, result.confidence, question)],
             gr.update(value=None, visible=False),
         )
+
+    def confidence_html(self, result: SearchResult, lang: str) -> str:
+        thresholds = self.service.settings.confidence
+        return panels.search_confidence_html(result, thresholds.warn_below, thresholds.abstain_below, lang)
 
 
 def choose_kb(lang: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from backend.answering.abstention import abstained_answer
 from backend.retrieval.rerank import composite
 from backend.types import SearchResult, Source
-from ui.chat.panels import SIGNALS, confidence_html, extractive_markdown, score_chart_html
+from ui.chat.panels import SIGNALS, confidence_html, extractive_markdown, score_chart_html, search_confidence_html
 
 QUESTION = "What was the stock price of Apple in 1850?"
 SOURCE = Source("notes.pdf", "d1", 2, 2, 0, "Apples are harvested in autumn.", relevance=31.0, chunk_id="c1")
@@ -22,6 +22,24 @@ def test_an_abstained_answer_says_so_in_the_panel_in_both_languages():
     assert 'data-mode="abstained"' in english and "closest, not an answer" in english
     assert "not in your documents" in english and "8%" in english
     assert "并非答案" in chinese and "文档中似乎没有答案" in chinese and "closest" not in chinese
+
+
+def test_a_search_shows_its_confidence_in_the_panel_as_an_answer_would():
+    """Search (no model) has the same calibrated confidence as an answer: the panel shows it, not "–"."""
+    found = SearchResult(QUESTION, "rerank", 72.4, [SOURCE])
+    english, chinese = search_confidence_html(found, 50.0, 15.0, "en"), search_confidence_html(found, 50.0, 15.0, "zh")
+    assert "72%" in english and 'data-mode="search"' in english and "search, no model" in english
+    assert "dl-low" not in english and "dl-warn" not in english
+    assert "72%" in chinese and "检索（未使用模型）" in chinese
+
+
+def test_a_search_below_the_thresholds_warns_as_an_answer_would():
+    low = search_confidence_html(SearchResult(QUESTION, "rerank", 30.0, [SOURCE]), 50.0, 15.0, "en")
+    assert "dl-low" in low and "Low confidence: check the sources" in low
+    abstains = search_confidence_html(SearchResult(QUESTION, "rerank", 8.0, [SOURCE]), 50.0, 15.0, "en")
+    assert "closest, not an answer" in abstains and "8%" in abstains
+    nothing = search_confidence_html(SearchResult(QUESTION, "rerank", 0.0, []), 50.0, 15.0, "en")
+    assert "–" in nothing, "no passage: no figure to show"
 
 
 def test_the_abstention_notice_reads_in_the_page_language():
