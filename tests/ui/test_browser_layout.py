@@ -154,3 +154,30 @@ def test_every_button_holds_its_label(doclens_app: RunningApp, browsers, width: 
         ui.open_tab(page, tab)
         page.wait_for_timeout(300)
         assert page.evaluate(SPILLING_BUTTONS_JS) == [], tab
+
+
+LONG_NAME = "1405.5486v6 - A variant of the Bombieri-Vinogradov theorem in short intervals with application.pdf"
+HEADINGS_JS = """() => Array.from(document.querySelectorAll('#docs-table th .header'))
+  .filter((n) => n.getBoundingClientRect().height > 0).map((n) => ({
+  name: n.innerText.trim(), height: Math.round(n.getBoundingClientRect().height),
+  right: n.closest('th').getBoundingClientRect().right}))"""
+
+
+def test_the_documents_table_keeps_its_headings_whole_beside_a_long_name(
+    doclens_app: RunningApp, browsers, tmp_path
+) -> None:
+    """Beside an arXiv paper's long file name the number headings broke inside the word ("pag es", "fi gu
+    res"), and an upload's status ("being indexed · embedding 40/96") was pushed out of sight."""
+    paper = tmp_path / LONG_NAME
+    paper.write_bytes(FIGURE_PDF.read_bytes())
+    page = browsers()
+    page.set_viewport_size({"width": WIDE, "height": 900})
+    ui.new_kb_with(page, doclens_app.url, "long names", paper)
+    page.wait_for_function("() => (document.querySelector('#docs-table')?.innerText || '').includes('Bombieri')")
+    page.wait_for_timeout(500)
+    page.locator("#docs-table").screenshot(path=str(ui.ARTIFACTS / "documents-long-name.png"))
+    headings = page.evaluate(HEADINGS_JS)
+    assert [h["name"] for h in headings][-1] == "status", headings
+    assert len({h["height"] for h in headings}) == 1, f"a heading broke onto two lines: {headings}"
+    table = one_rect(page, "#docs-table")
+    assert headings[-1]["right"] <= table["right"] + 1, f"the status column is out of sight: {headings}, {table}"

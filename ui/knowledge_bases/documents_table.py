@@ -30,6 +30,9 @@ log = logging.getLogger(__name__)
 PAGE_ROWS = 20
 MAX_VIEWS = 2000  # browser sessions whose view is remembered (the oldest is forgotten first)
 DATATYPES = ["str", "number", "number", "number", "str", "str", "str"]
+# A long file name set as one line pushed the status (an upload's "being indexed · embedding 40/96") out of
+# sight: the name wraps within its share, and the other columns are as wide as their cells.
+COLUMN_WIDTHS = ["40%"]
 
 
 @dataclass
@@ -200,6 +203,7 @@ def build_documents_table(
         elem_id="docs-table",
         label=label("Documents", "文档"),
         wrap=True,
+        column_widths=COLUMN_WIDTHS,
         max_height=420,
     )
     with gr.Row(elem_classes="dl-kb-row"):
