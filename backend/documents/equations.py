@@ -14,7 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_inside, column_edges, line_from_chars, union
+from backend.documents.layout import (
+    CJK_CHAR,
+    BBox,
+    Char,
+    TextLine,
+    body_text_lines,
+    center_inside,
+    column_edges,
+    line_from_chars,
+    union,
+)
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +106,7 @@ def is_equation_line(line: TextLine, left_edge: float, right_edge: float) -> boo
 def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
     """Set ``equation`` on display equation lines, and on the short pieces of a fraction or a sum's limits
     right before or after one."""
-    text_lines = [ln for ln in lines if not ln.block]
+    text_lines = body_text_lines(lines)  # a turned run (a figure's label, arXiv's stamp) is never an equation
     if not text_lines:
         return
     edges = column_edges(text_lines, page_width)
@@ -104,7 +114,7 @@ def mark_equations(lines: Sequence[TextLine], page_width: float) -> None:
         line.equation = is_equation_line(line, *edges[line.column])
     for i, line in enumerate(lines):
         neighbours = [lines[j] for j in (i - 1, i + 1) if 0 <= j < len(lines)]
-        if line.block or line.column not in edges:
+        if line.block or line.turned or line.column not in edges:
             continue  # a table or a figure's labels: never part of an equation
         if not line.equation and _is_fragment(line, edges[line.column][0]) and any(n.equation for n in neighbours):
             line.equation = True

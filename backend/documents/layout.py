@@ -350,7 +350,7 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
     text_lines = [ln for ln in lines if not ln.block]
     if not text_lines:
         return "\n\n".join(ln.text for ln in lines).strip()
-    edges = column_edges(text_lines, page_width)
+    edges = column_edges(body_text_lines(lines) or text_lines, page_width)
     pitch = _typical_pitch(text_lines)
     paragraphs: list[str] = []
     previous: Optional[TextLine] = None
@@ -368,6 +368,12 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
             paragraphs.append(line.text)
         previous = line
     return "\n\n".join(p for p in paragraphs if p.strip())
+
+
+def body_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
+    """The lines that set the body's margins: not a table, not a turned run. Taken for the left edge,
+    arXiv's stamp up the margin set the right one as far out, and every body line "ended early"."""
+    return [ln for ln in lines if not ln.block and not ln.turned]
 
 
 def column_edges(lines: Sequence[TextLine], page_width: float) -> dict[int, tuple[float, float]]:

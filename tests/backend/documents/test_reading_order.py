@@ -76,6 +76,28 @@ def test_the_arxiv_stamp_up_the_margin_is_read_after_the_page_and_joins_no_line(
     assert text.endswith("arXiv:1712.02820v1 [cs.IR] 7 Dec 2017") and text.count("arXiv:") == 1
 
 
+def test_the_arxiv_stamp_sets_no_margin_so_paragraphs_stay_whole(settings):
+    """The stamp up the left margin (x 18 of 595) stood for the column's left edge, so the right margin
+    was taken as 577: every body line (ending at 530) "ended early" and became a paragraph of its own
+    ("…similar sentences written" / "in natural language…"), in the chunks and what the model read."""
+    paper = "1712.02820v1 - A Deep Network Model for Paraphrase Detection in Short Text Messages.pdf"
+    text = parse_pdf(BENCH / "arxiv-dev" / "docs" / paper, settings)[0].text
+    paragraphs = [" ".join(p.split()) for p in text.split("\n\n")]
+    abstract = next(p for p in paragraphs if p.startswith("This paper is concerned with paraphrase detection."))
+    assert abstract.endswith("and achieves highly competitive performance on a cleaner corpus."), paragraphs
+    assert any(p.startswith("Twitter has for some time") and p.endswith("of linguistic variation.") for p in paragraphs)
+
+
+def test_a_turned_label_is_never_read_as_a_display_formula(settings):
+    """GeoTopo p9: a figure's label drawn turned ("U2=R\\N") is read after the page, and was then taken for a
+    display formula there ("$$ 2U \\\\ = \\\\ R … $$")."""
+    geotopo = SHARED / "real" / "pypdf-samples" / "009-pdflatex-geotopo_GeoTopo-komprimiert.pdf"
+    text = parse_pdf(geotopo, settings)[8].text
+    assert "$$ X=P^{n}(R) $$" in text, "the page's own display formulas stay"
+    after_the_page = text.split("$$ X=P^{n}(R) $$", 1)[1]
+    assert "$$" not in after_the_page and "R \\ N" in after_the_page, after_the_page
+
+
 def test_ocr_boxes_of_two_columns_are_read_column_by_column():
     # image pixels, y down: a title across the page, two columns under it, a footnote across the page
     boxes = [OCRBox("A title across both columns of the scan", 100, 20, 900, 60)]
