@@ -19,12 +19,11 @@ from backend.documents.layout import (
     BBox,
     Char,
     TextLine,
-    body_text_lines,
     center_inside,
-    column_edges,
     line_from_chars,
     union,
 )
+from backend.documents.paragraphs import body_text_lines, column_edges
 
 log = logging.getLogger(__name__)
 

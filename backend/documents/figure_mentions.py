@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from backend.documents.layout import BBox, TextLine, join_paragraph_lines
+from backend.documents.layout import BBox, TextLine
+from backend.documents.paragraphs import join_paragraph_lines
 
 TAIL_LINES = 6  # lines of text next to a figure searched for sentences about it
 MENTION_CHARS = 600  # of those sentences kept with the figure

@@ -39,7 +39,7 @@ from backend.documents.figures import (
     render_region,
 )
 from backend.documents.formulas.lines import formulas_as_latex
-from backend.documents.layout import BBox, TextLine, center_inside, lines_to_text, order_lines
+from backend.documents.layout import BBox, TextLine, center_inside, order_lines
 from backend.documents.layout_model import (
     NATIVE_DPI,
     layout_model,
@@ -51,6 +51,7 @@ from backend.documents.limits import PageLimits
 from backend.documents.ocr import OCREngine, get_ocr_engine
 from backend.documents.ocr.ahead import OCRAhead
 from backend.documents.page_lines import PageLines
+from backend.documents.paragraphs import lines_to_text
 from backend.documents.pdf_checks import inspect_pdf, open_pdf
 from backend.documents.pdfium_lock import PDFIUM_LOCK
 from backend.documents.reading_order import column_test_unsure
