@@ -12,6 +12,7 @@ from backend.documents.layout import TextLine
 from backend.text import CJK_CHAR, join_words
 
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
+_FIGURE = re.compile(r"[-+−±(]*[\d.,]+[%)*]*")
 
 
 def join_paragraph_lines(left: str, right: str) -> str:
@@ -29,6 +30,7 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
         return "\n\n".join(ln.text for ln in lines).strip()
     edges = column_edges(body_text_lines(lines) or text_lines, page_width)
     pitch = _typical_pitch(text_lines)
+    blocks = _narrower_blocks(lines, edges)
     paragraphs: list[str] = []
     previous: Optional[TextLine] = None
     for line in lines:
@@ -39,7 +41,7 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
                 paragraphs.append(line.text)
         elif previous is not None and previous.column == line.column and _same_row(previous, line):
             paragraphs[-1] += " " + line.text  # far apart on one row: a code line number, a tab stop
-        elif previous is not None and not _starts_paragraph(previous, line, edges, pitch):
+        elif previous is not None and not _starts_paragraph(previous, line, edges, pitch, blocks):
             paragraphs[-1] = join_paragraph_lines(paragraphs[-1], line.text)
         else:
             paragraphs.append(line.text)
@@ -90,14 +92,87 @@ def _typical_pitch(lines: Sequence[TextLine]) -> float:
     return statistics.median(steps) if steps else 0.0
 
 
-def _starts_paragraph(previous: TextLine, line: TextLine, edges: dict[int, tuple[float, float]], pitch: float) -> bool:
+def _narrower_blocks(
+    lines: Sequence[TextLine], edges: dict[int, tuple[float, float]]
+) -> dict[int, tuple[float, float]]:
+    """The right edge and line pitch of each line inside a narrower block: three or more lines of one
+    size set in from the column's left edge at one x (the first may be indented further), most of the
+    column wide, all but the last ending together short of the column's right edge (justified: an
+    abstract, a quotation). Measured against the column's edge, each of their lines "ended early". Code,
+    lists and axis labels are not such a block. Its pitch, often tighter than the body's (smaller type),
+    tells where it ends. Keyed by ``id`` of the line."""
+    rights: dict[int, tuple[float, float]] = {}
+    run: list[TextLine] = []
+    for line in [*lines, None]:
+        if line is not None and run and _continues_block(run, line):
+            run.append(line)
+            continue
+        rights.update(_justified_right(run, edges))
+        run = [line] if line is not None and _set_in(line, edges) else []
+    return rights
+
+
+def _set_in(line: TextLine, edges: dict[int, tuple[float, float]]) -> bool:
+    usable = _prose(line) and line.column in edges
+    return usable and line.x0 > edges[line.column][0] + 1.5 * max(line.size, 1.0)
+
+
+def _prose(line: TextLine) -> bool:
+    """Words, not a table's row of figures ("Dev 4772 4727 1470 2672 585") whose rows end together too."""
+    if line.block or line.turned or line.equation:
+        return False
+    words = line.text.split()
+    return 3 * sum(1 for w in words if _FIGURE.fullmatch(w)) <= len(words)
+
+
+def _continues_block(run: list[TextLine], line: TextLine) -> bool:
+    first, size = run[0], max(run[0].size, 1.0)
+    if (
+        line.block
+        or line.turned
+        or line.equation
+        or line.column != first.column
+        or abs(line.size - first.size) > 0.15 * size
+    ):
+        return False
+    step = run[-2].y0 - run[-1].y0 if len(run) > 1 else 1.3 * size
+    if not 0 < run[-1].y0 - line.y0 <= 1.25 * step:
+        return False  # more space than between wrapped lines: the block ended
+    left = min(ln.x0 for ln in run[1:]) if len(run) > 1 else first.x0
+    return abs(line.x0 - left) <= 2.0 or (len(run) == 1 and 0 < first.x0 - line.x0 <= 3 * size)
+
+
+def _justified_right(run: list[TextLine], edges: dict[int, tuple[float, float]]) -> dict[int, tuple[float, float]]:
+    if len(run) < 3:
+        return {}
+    size = max(run[0].size, 1.0)
+    left_edge, right_edge = edges[run[0].column]
+    right = max(ln.x1 for ln in run)
+    wide = right - min(ln.x0 for ln in run) >= 0.6 * (right_edge - left_edge)  # not a list, not axis labels
+    flush = all(right - ln.x1 < 1.5 * size for ln in run[:-1])  # justified: only its last line ends early
+    if not (wide and flush) or right > right_edge - size:
+        return {}
+    pitch = _typical_pitch(run)
+    return {id(ln): (right, pitch) for ln in run}
+
+
+def _starts_paragraph(
+    previous: TextLine,
+    line: TextLine,
+    edges: dict[int, tuple[float, float]],
+    pitch: float,
+    blocks: dict[int, tuple[float, float]],
+) -> bool:
     if previous.block or line.block:
         return True
     size = max(previous.size, line.size, 1.0)
     if abs(previous.size - line.size) > 0.15 * size:
         return True  # a heading
     left_edge, right_edge = edges.get(line.column, (line.x0, line.x1))
-    ended = edges.get(previous.column, (previous.x0, previous.x1))[1] - previous.x1 > _first_word_width(line) + size
+    previous_right = edges.get(previous.column, (previous.x0, previous.x1))[1]
+    if id(previous) in blocks:  # inside a narrower block: its own right edge and line pitch
+        previous_right, pitch = blocks[id(previous)][0], blocks[id(previous)][1] or pitch
+    ended = previous_right - previous.x1 > _first_word_width(line) + size
     indented = line.x0 > left_edge + 1.5 * size
     if line.column != previous.column or line.y1 > previous.y1:
         # the next column: the paragraph goes on only if it ran to the margin without a full stop
