@@ -12,6 +12,7 @@ from backend.documents.layout import TextLine
 from backend.text import CJK_CHAR, join_words
 
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
+_LIST_ITEM = re.compile(r"(\[\d{1,3}\]|\(?\d{1,3}[.)]|\(?[a-z][.)]|[•·▪◦–-])\s")
 _FIGURE = re.compile(r"[-+−±(]*[\d.,]+[%)*]*")
 
 
@@ -67,9 +68,13 @@ def column_edges(lines: Sequence[TextLine], page_width: float) -> dict[int, tupl
 
 def _right_edge(lines: Sequence[TextLine], left_edge: float, page_width: float) -> float:
     """Where wrapped lines end: the rightmost line, or a right margin as wide as the left one (pages
-    that are lists of short sentences never reach the real margin)."""
+    that are lists of short sentences never reach the real margin). Lines that end together at the
+    rightmost are that margin: a two-column paper's last page may fill its left column only."""
     rightmost = max(ln.x1 for ln in lines)
-    return max(rightmost, page_width - left_edge) if page_width else rightmost
+    flush = sum(1 for ln in lines if rightmost - ln.x1 < max(ln.size, 1.0))
+    if not page_width or flush >= max(3, len(lines) // 4):
+        return rightmost
+    return max(rightmost, page_width - left_edge)
 
 
 def _first_word_width(line: TextLine) -> float:
@@ -181,4 +186,7 @@ def _starts_paragraph(
         return True  # more space than between wrapped lines
     if ended:
         return True  # the next line's first word would have fitted: the previous line ended on purpose
-    return indented and line.x0 > previous.x0 + 1.5 * size  # indented first line
+    if _LIST_ITEM.match(line.text) and line.x0 < previous.x0 - size:
+        return True  # the next item of a list whose items hang: "[44] …" out from under "[43] …"
+    # an indented first line, unless it is the rest of an item set in under its number or bullet
+    return indented and line.x0 > previous.x0 + 1.5 * size and not _LIST_ITEM.match(previous.text)
