@@ -12,7 +12,7 @@ from backend.documents.layout import TextLine
 from backend.text import CJK_CHAR, join_words
 
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
-_LIST_ITEM = re.compile(r"(\[\d{1,3}\]|\(?\d{1,3}[.)]|\(?[a-z][.)]|[•·▪◦–-])\s")
+_LIST_ITEM = re.compile(r"(\[[^\]\s]{1,10}\]|\(?\d{1,3}[.)]|\(?[a-z][.)]|[•·▪◦–-])\s")
 _FIGURE = re.compile(r"[-+−±(]*[\d.,]+[%)*]*")
 
 

@@ -71,11 +71,13 @@ def test_a_list_with_hanging_indents_reads_an_item_per_paragraph():
         ("[2] B. Author, Another title that also runs to the right edge", 72, 540),
         ("of the column and then on, so that it fills a second line to", 90, 540),
         ("the end, in: A journal 3 (1) 2021.", 90, 260),
+        ("[CDW17] R. Cramer, L. Ducas: Short Stickelberger class relations and", 72, 540),
+        ("application to Ideal-SVP. In EUROCRYPT (1), 2017.", 90, 330),
         ("• A point made in one line that reaches the right edge of the", 72, 540),
         ("column and then carries on, set in under its bullet.", 90, 330),
     ]
     paragraphs = lines_to_text(_lines(rows), 612).split("\n\n")
-    assert [p[:3] for p in paragraphs] == ["[1]", "[2]", "• A"], paragraphs
+    assert [p[:3] for p in paragraphs] == ["[1]", "[2]", "[CD", "• A"], paragraphs
     assert paragraphs[1].endswith("so that it fills a second line to the end, in: A journal 3 (1) 2021.")
 
 
