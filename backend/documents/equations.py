@@ -14,15 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from backend.documents.layout import (
-    CJK_CHAR,
-    BBox,
-    Char,
-    TextLine,
-    center_inside,
-    line_from_chars,
-    union,
-)
+from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, center_inside, line_from_chars, union
 from backend.documents.paragraphs import body_text_lines, column_edges
 
 log = logging.getLogger(__name__)
