@@ -24,8 +24,9 @@ log = logging.getLogger(__name__)
 SEARCH_OUTPUTS = 7  # chatbot, question, sources, confidence, chart, every answer's sources, page preview
 
 
-def search_markdown(result: SearchResult, lang: str, answer_number: int) -> str:
-    """The head line (how many passages, the confidence), then each passage as the document wrote it."""
+def search_markdown(result: SearchResult, lang: str, answer_number: int, abstains: bool = False) -> str:
+    """The head line (how many passages, the confidence), then each passage as the document wrote it.
+    ``abstains``: below ``confidence.abstain_below`` they are said to be the closest, not an answer."""
     if not result.sources:
         return text(lang, "Search: no passage matches the question.", "检索：没有与问题匹配的段落。")
     head = text(
@@ -34,6 +35,16 @@ def search_markdown(result: SearchResult, lang: str, answer_number: int) -> str:
         "**检索**（未使用模型）：{n} 个段落 · 置信度 {c:.0f}%",
     ).format(n=len(result.sources), c=result.confidence)
     passages = [head]
+    if abstains:
+        passages.append(
+            "_"
+            + text(
+                lang,
+                "Your documents do not seem to hold the answer: these are the closest passages, not an answer.",
+                "您的文档中似乎没有答案：以下只是最接近的段落，并非答案。",
+            )
+            + "_"
+        )
     for number, source in enumerate(result.sources, 1):
         relevance = text(lang, "relevance {r:.0f}%", "相关度 {r:.0f}%").format(r=source.relevance)
         quoted = "\n".join(
@@ -75,7 +86,8 @@ class SearchHandlers:
         except Exception as exc:
             messages.append({"role": "assistant", "content": warning_md(error_text(exc, "search the documents", lang))})
             return messages, "", skip, skip, skip, skip, skip
-        messages.append({"role": "assistant", "content": search_markdown(result, lang, len(answer_sources))})
+        abstains = result.abstains(self.service.settings.confidence.abstain_below)
+        messages.append({"role": "assistant", "content": search_markdown(result, lang, len(answer_sources), abstains)})
         return (
             messages,
             "",
