@@ -59,14 +59,13 @@ def confidence_html(answer: Answer | None, warn_below: float, lang: str = "en") 
     return _meter_html(answer.confidence, answer.mode, "", _warning(lang, answer.abstained, low), lang, low)
 
 
-def search_confidence_html(result: SearchResult, warn_below: float, abstain_below: float, lang: str = "en") -> str:
-    """A search (no model) has the same calibrated confidence as an answer, and the same warnings: below
-    ``abstain_below`` its passages are the closest, not an answer."""
+def search_confidence_html(result: SearchResult, warn_below: float, abstains: bool, lang: str = "en") -> str:
+    """A search (no model) has the same calibrated confidence as an answer, and the same warnings:
+    ``abstains`` (``SearchResult.abstains``) says its passages are the closest, not an answer."""
     if not result.sources:
         return _empty_confidence(lang)
     low = result.confidence < warn_below
-    note = _warning(lang, result.abstains(abstain_below), low)
-    return _meter_html(result.confidence, "search", "", note, lang, low)
+    return _meter_html(result.confidence, "search", "", _warning(lang, abstains, low), lang, low)
 
 
 def _empty_confidence(lang: str) -> str:

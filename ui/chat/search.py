@@ -92,15 +92,11 @@ class SearchHandlers:
             messages,
             "",
             ChatHandlers.sources_dataset(result.sources, lang),
-            self.confidence_html(result, lang),
+            panels.search_confidence_html(result, self.service.settings.confidence.warn_below, abstains, lang),
             panels.score_chart_html(result.sources, lang),
             [*answer_sources, source_state(result.sources, result.confidence, question)],
             gr.update(value=None, visible=False),
         )
-
-    def confidence_html(self, result: SearchResult, lang: str) -> str:
-        thresholds = self.service.settings.confidence
-        return panels.search_confidence_html(result, thresholds.warn_below, thresholds.abstain_below, lang)
 
 
 def choose_kb(lang: str) -> str:

@@ -24,21 +24,28 @@ def test_an_abstained_answer_says_so_in_the_panel_in_both_languages():
     assert "并非答案" in chinese and "文档中似乎没有答案" in chinese and "closest" not in chinese
 
 
+def _search_panel(result: SearchResult) -> str:
+    """The panel as the Chat tab draws it with warn_below 50 and abstain_below 15."""
+    return search_confidence_html(result, 50.0, result.abstains(15.0), "en")
+
+
 def test_a_search_shows_its_confidence_in_the_panel_as_an_answer_would():
     """Search (no model) has the same calibrated confidence as an answer: the panel shows it, not "–"."""
     found = SearchResult(QUESTION, "rerank", 72.4, [SOURCE])
-    english, chinese = search_confidence_html(found, 50.0, 15.0, "en"), search_confidence_html(found, 50.0, 15.0, "zh")
+    abstains = found.abstains(15.0)
+    english = search_confidence_html(found, 50.0, abstains, "en")
+    chinese = search_confidence_html(found, 50.0, abstains, "zh")
     assert "72%" in english and 'data-mode="search"' in english and "search, no model" in english
     assert "dl-low" not in english and "dl-warn" not in english
     assert "72%" in chinese and "检索（未使用模型）" in chinese
 
 
 def test_a_search_below_the_thresholds_warns_as_an_answer_would():
-    low = search_confidence_html(SearchResult(QUESTION, "rerank", 30.0, [SOURCE]), 50.0, 15.0, "en")
+    low = _search_panel(SearchResult(QUESTION, "rerank", 30.0, [SOURCE]))
     assert "dl-low" in low and "Low confidence: check the sources" in low
-    abstains = search_confidence_html(SearchResult(QUESTION, "rerank", 8.0, [SOURCE]), 50.0, 15.0, "en")
+    abstains = _search_panel(SearchResult(QUESTION, "rerank", 8.0, [SOURCE]))
     assert "closest, not an answer" in abstains and "8%" in abstains
-    nothing = search_confidence_html(SearchResult(QUESTION, "rerank", 0.0, []), 50.0, 15.0, "en")
+    nothing = _search_panel(SearchResult(QUESTION, "rerank", 0.0, []))
     assert "–" in nothing, "no passage: no figure to show"
 
 
