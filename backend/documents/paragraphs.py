@@ -122,9 +122,14 @@ def _set_in(line: TextLine, edges: dict[int, tuple[float, float]]) -> bool:
     return usable and line.x0 > edges[line.column][0] + 1.5 * max(line.size, 1.0)
 
 
+def _running_text(line: TextLine) -> bool:
+    """Not a table, a turned run or a display equation: a line that may wrap into the next."""
+    return not (line.block or line.turned or line.equation)
+
+
 def _prose(line: TextLine) -> bool:
     """Words, not a table's row of figures ("Dev 4772 4727 1470 2672 585") whose rows end together too."""
-    if line.block or line.turned or line.equation:
+    if not _running_text(line):
         return False
     words = line.text.split()
     return 3 * sum(1 for w in words if _FIGURE.fullmatch(w)) <= len(words)
@@ -132,13 +137,7 @@ def _prose(line: TextLine) -> bool:
 
 def _continues_block(run: list[TextLine], line: TextLine) -> bool:
     first, size = run[0], max(run[0].size, 1.0)
-    if (
-        line.block
-        or line.turned
-        or line.equation
-        or line.column != first.column
-        or abs(line.size - first.size) > 0.15 * size
-    ):
+    if not _running_text(line) or line.column != first.column or abs(line.size - first.size) > 0.15 * size:
         return False
     step = run[-2].y0 - run[-1].y0 if len(run) > 1 else 1.3 * size
     if not 0 < run[-1].y0 - line.y0 <= 1.25 * step:
