@@ -16,29 +16,11 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from backend.documents.reading_order import reading_leaves
+from backend.documents.tex_fonts import NEGATION, shown_char
 from backend.text import CJK_CHAR
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 
-# cmex10 code positions of the big operators (text and display sizes) and radicals
-_CMEX = {
-    "P": "∑",
-    "X": "∑",
-    "Q": "∏",
-    "Y": "∏",
-    "R": "∫",
-    "Z": "∫",
-    "S": "⋃",
-    "[": "⋃",
-    "T": "⋂",
-    "\\": "⋂",
-    "H": "∮",
-    "I": "∮",
-    "p": "√",
-    "q": "√",
-    "r": "√",
-    "s": "√",
-}
 _STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
 LEVEL_RADIANS = math.radians(6)  # a scan's text layer may lean a degree or two and still be level
 
@@ -113,7 +95,7 @@ def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     """The page's text lines in the order pdfium gives its glyphs (``order_lines`` puts them in reading
     order; it does not change this list, so one reading can be ordered twice). Runs of turned glyphs (the
     arXiv stamp up the first page's margin, a turned axis label) are lines of their own, ``turned``."""
-    chars = list(_page_chars(textpage))
+    chars = list(_negated(_page_chars(textpage)))
     turned = sum(1 for c in chars if c is not None and not c.level)
     if not turned:
         return _level_lines(chars)
@@ -187,15 +169,49 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             index += 1
         elif 0xDC00 <= code < 0xE000:
             continue
+        elif code < 0x80 and pdfium_c.FPDFText_HasUnicodeMapError(handle, index - 1) == 1:
+            shown = shown_char(_font_name(handle, index - 1), code)
+            if shown is not None:  # TeX's math fonts without a Unicode map: the glyph its code stands for
+                if shown:
+                    yield Char(shown, box, size, level)
+                continue
         if code == 0x0A:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
         elif code >= 0x20 and code != 0xFFFF:
-            ch = chr(code)
-            if ch in _CMEX and _font_name(handle, index - 1).upper().endswith(("CMEX10", "CMEX9", "CMEX8", "CMEX7")):
-                ch = _CMEX[ch]  # TeX's big operators without a Unicode map read as their code's letter
-            yield Char(fold_char(ch), box, size, level)
+            yield Char(fold_char(chr(code)), box, size, level)
+
+
+def _negated(chars: Iterator[Optional[Char]]) -> Iterator[Optional[Char]]:
+    """TeX's negation slash joined to the symbol it crosses: "=" reads "≠". TeX draws the slash before the
+    symbol ("\\not="), a hand-built "≠" may draw it after: the glyph before is taken when the slash is on it."""
+    before: list[Optional[Char]] = []  # the glyph before, held back until the next one is known
+    slash = False
+    for char in chars:
+        if char is not None and char.text == NEGATION:
+            last = before[-1] if before else None
+            slash = not (last is not None and _overlap(last.box, char.box) and _crossed(last))
+            continue
+        if slash and char is not None:
+            _crossed(char)
+        slash = False
+        yield from before
+        before = [char]
+    yield from before
+
+
+def _overlap(a: BBox, b: BBox) -> bool:
+    return min(a[2], b[2]) - max(a[0], b[0]) > 0.3 * min(a[2] - a[0], b[2] - b[0])
+
+
+def _crossed(char: Char) -> bool:
+    """The glyph with the slash through it, where Unicode has that symbol (=, ∈, ⊂, <, ≡ …)."""
+    crossed = unicodedata.normalize("NFC", char.text + NEGATION)
+    if len(crossed) != 1:
+        return False
+    char.text = crossed
+    return True
 
 
 def _is_level(angle: float) -> bool:

@@ -13,6 +13,7 @@ from backend.documents.formulas.geometry import bar_of, formula_latex, is_rule
 from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, union
 from backend.stage_times import stage
 
+_ACCENTS = "˜ˆ¯˙"
 _MAX_FORMULA_CHARS = 200  # a longer run of lines is text, whatever it was marked
 _NUMBER = re.compile(r"^\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)$")
 _STACK_CHARS = 40
@@ -161,4 +162,10 @@ def formulas_as_latex(lines: Sequence[TextLine], paths: Sequence[tuple[BBox, int
     formula of the text layer written as LaTeX."""
     rules = page_rules(paths, body_size(lines))
     mark_fraction_lines(lines, rules)
-    return latex_formulas(lines, rules)
+    return [line for line in latex_formulas(lines, rules) if not _accents_only(line.text)]
+
+
+def _accents_only(text: str) -> bool:
+    """A wide tilde or hat of TeX's that stands on a row of its own above its letter and joined no formula:
+    it says nothing on its own (a "$$ ˜ $$" of its own)."""
+    return bool(text.strip()) and not text.strip(_ACCENTS + "$ ")

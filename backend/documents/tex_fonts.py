@@ -1,0 +1,64 @@
+"""TeX's math fonts drawn without a Unicode map. pdfium then reads each glyph as the ASCII char of its code:
+"kxk" for ‖x‖ (cmsy), "Θ0" for Θ′, "we(1)" for w̃(1) (cmex's wide tilde), "6=" for ≠. The Computer Modern
+code tables say what each glyph shows; only glyphs pdfium reports as unmapped are read through them, so a
+font that does carry a map is read as it says."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+NEGATION = "\u0338"  # cmsy's slash drawn over a symbol: "=" then reads "≠"
+_DROP = ""  # a piece of a tall delimiter or radical: the top piece stands for the whole
+
+# cmsy: operators, relations, arrows and delimiters (its capitals are calligraphic letters: read as they are)
+_CMSY = dict(
+    enumerate(
+        "−·×∗÷⋄±∓⊕⊖⊗⊘⊙◯∘•≍≡⊆⊇≤≥⪯⪰∼≈⊂⊃≪≫≺≻←→↑↓↔↗↘≃⇐⇒⇑⇓⇔↖↙∝′∞∈∋△▽" + NEGATION + "_∀∃¬∅ℜℑ⊤⊥"  # "_": 0x37, set below
+    )
+) | {
+    0x37: _DROP,  # the stem of ↦
+    0x40: "ℵ",
+    **dict(enumerate("∪∩⊎∧∨⊢⊣⌊⌋⌈⌉{}⟨⟩|‖↕⇕∖≀√⨿∇∫⊔⊓⊑⊒§†‡¶♣♢♡♠", start=0x5B)),
+}
+
+# cmex: delimiters in four sizes, the pieces of taller ones, big operators, wide accents, radicals
+_CMEX = (
+    dict(enumerate("()[]⌊⌋⌈⌉{}⟨⟩|‖/\\()()[]⌊⌋⌈⌉{}⟨⟩/\\()[]⌊⌋⌈⌉{}⟨⟩/\\/\\"))
+    | {0x0C: _DROP, 0x0D: _DROP}  # bars that stack into a tall one: read one over another they made "|/|/|"
+    | dict.fromkeys(range(0x30, 0x44), _DROP)
+    | {0x30: "(", 0x31: ")", 0x32: "[", 0x33: "]", 0x38: "{", 0x39: "}"}  # top pieces stand for the whole
+    | dict(enumerate("⟨⟩⨆⨆∮∮⨀⨀⨁⨁⨂⨂∑∏∫⋃⋂⨄⋀⋁∑∏∫⋃⋂⨄⋀⋁∐∐", start=0x44))
+    | {0x62: "ˆ", 0x63: "ˆ", 0x64: "ˆ", 0x65: "˜", 0x66: "˜", 0x67: "˜"}  # wide hats and tildes: accents
+    | dict(enumerate("[]⌊⌋⌈⌉{}√√√√√", start=0x68))
+    | dict.fromkeys(range(0x75, 0x80), _DROP)
+)
+
+# cmmi: Greek and the few symbols among its letters (its letters and digits read as they are)
+_CMMI = dict(enumerate("ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρστυϕχψωεϑϖϱςφ")) | {
+    0x3F: "⋆",
+    0x40: "∂",
+    0x60: "ℓ",
+    0x7B: "ı",
+    0x7C: "ȷ",
+    0x7D: "℘",
+}
+
+_FAMILIES = {"CMSY": _CMSY, "CMBSY": _CMSY, "CMEX": _CMEX, "CMMI": _CMMI, "CMMIB": _CMMI}
+
+
+def is_tex_math_font(font_name: str) -> bool:
+    return _family(font_name) in _FAMILIES
+
+
+def shown_char(font_name: str, code: int) -> Optional[str]:
+    """What an unmapped glyph of code ``code`` shows in ``font_name`` (its subset prefix removed): a char,
+    ``NEGATION``, or "" for a piece that reads as nothing; None when the font is not one of TeX's math
+    fonts or the code shows the char it is."""
+    table = _FAMILIES.get(_family(font_name))
+    if table is None:
+        return None
+    return table.get(code)
+
+
+def _family(font_name: str) -> str:
+    return font_name.split("+")[-1].upper().rstrip("0123456789")
