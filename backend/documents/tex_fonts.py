@@ -46,10 +46,6 @@ _CMMI = dict(enumerate("ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρσ
 _FAMILIES = {"CMSY": _CMSY, "CMBSY": _CMSY, "CMEX": _CMEX, "CMMI": _CMMI, "CMMIB": _CMMI}
 
 
-def is_tex_math_font(font_name: str) -> bool:
-    return _family(font_name) in _FAMILIES
-
-
 def shown_char(font_name: str, code: int) -> Optional[str]:
     """What an unmapped glyph of code ``code`` shows in ``font_name`` (its subset prefix removed): a char,
     ``NEGATION``, or "" for a piece that reads as nothing; None when the font is not one of TeX's math
