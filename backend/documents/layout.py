@@ -20,6 +20,7 @@ from backend.documents.tex_fonts import NEGATION, shown_char
 from backend.text import CJK_CHAR
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
+UNREADABLE = "\ufffd"  # an unmapped control code's glyph: until garbled.read_garbled, which drops it
 
 _STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
 LEVEL_RADIANS = math.radians(6)  # a scan's text layer may lean a degree or two and still be level
@@ -31,6 +32,7 @@ class Char:
     box: BBox
     size: float  # font size in points
     level: bool = True  # drawn level (not turned); turned text (arXiv's stamp up the margin) makes lines of its own
+    unmapped_font: str = ""  # the font of a glyph pdfium has no Unicode for (garbled: it may draw noise)
 
 
 @dataclass
@@ -170,17 +172,28 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
         elif 0xDC00 <= code < 0xE000:
             continue
         elif code < 0x80 and pdfium_c.FPDFText_HasUnicodeMapError(handle, index - 1) == 1:
-            shown = shown_char(_font_name(handle, index - 1), code)
-            if shown is not None:  # TeX's math fonts without a Unicode map: the glyph its code stands for
-                if shown:
-                    yield Char(shown, box, size, level)
-                continue
+            yield from _unmapped(code, _font_name(handle, index - 1), box, size, level)
+            continue
         if code == 0x0A:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
         elif code >= 0x20 and code != 0xFFFF:
             yield Char(fold_char(chr(code)), box, size, level)
+
+
+def _unmapped(code: int, font: str, box: BBox, size: float, level: bool) -> Iterator[Char]:
+    """A glyph pdfium has no Unicode for: TeX's math fonts by their code tables; a control code (no text
+    holds one) as UNREADABLE unless it is drawn as a hyphen; else the char of its code."""
+    shown = shown_char(font, code)
+    if shown is not None:
+        if shown:
+            yield Char(shown, box, size, level)
+    elif code < 0x20:
+        hyphen = _hyphen_shaped(box, size)
+        yield Char("-" if hyphen else UNREADABLE, box, size, level, "" if hyphen else font)
+    else:
+        yield Char(fold_char(chr(code)), box, size, level, font)
 
 
 def _negated(chars: Iterator[Optional[Char]]) -> Iterator[Optional[Char]]:

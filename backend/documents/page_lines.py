@@ -8,22 +8,29 @@ budget, for the second to order again with the page's images as obstacles. Plots
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 import pypdfium2 as pdfium
 
+from backend.documents.figures import render_region
+from backend.documents.garbled import noise_fonts, read_garbled
 from backend.documents.layout import BBox, TextLine, order_lines, raw_lines
 from backend.documents.limits import PageLimits
 from backend.documents.word_plots import WordPlot, split_word_plots
 
+GARBLED_DPI = 300  # lines set small inside figures (LCSTS's examples are 7 pt)
 KEPT_CHARS = 200_000  # glyphs kept between the passes per document: ~50 MB, some 50 pages of a paper
 
 
 class PageLines:
     """Reads a page's lines (after the page's character limit is checked); keeps the first pass's."""
 
-    def __init__(self, limits: PageLimits, kept_chars: Optional[int] = None) -> None:
+    def __init__(
+        self, limits: PageLimits, kept_chars: Optional[int] = None, ocr: Optional[Callable[[int], Any]] = None
+    ) -> None:
+        """``ocr(n)``: an OCR engine for n regions to read, or None (lines of noise are then left out)."""
         self.limits = limits
+        self._ocr = ocr
         self._budget = KEPT_CHARS if kept_chars is None else kept_chars
         self._kept: dict[int, list[TextLine]] = {}
         self._plots: dict[int, list[WordPlot]] = {}  # page index -> its plots drawn with words
@@ -47,8 +54,12 @@ class PageLines:
         return self._plots.pop(index, [])
 
     def second_pass(self, page: pdfium.PdfPage, index: int, obstacles: Sequence[BBox]) -> list[TextLine]:
+        """The page's lines in reading order, any drawn in a font without a usable Unicode map read by OCR."""
         kept = self._kept.pop(index, None)
-        return order_lines(kept if kept is not None else self.read(page, index), obstacles)
+        lines = kept if kept is not None else self.read(page, index)
+        engine = self._ocr(1) if self._ocr is not None and noise_fonts(lines) else None
+        render = (lambda box: render_region(page, box, GARBLED_DPI)) if engine is not None else None
+        return order_lines(read_garbled(lines, render, engine.recognize if engine is not None else None), obstacles)
 
     def read(self, page: pdfium.PdfPage, index: int) -> list[TextLine]:
         textpage = page.get_textpage()

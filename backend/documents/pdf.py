@@ -147,7 +147,7 @@ class _PageParser:
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
         self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
-        self.lines = PageLines(self.limits)
+        self.lines = PageLines(self.limits, ocr=self._formula_engine)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
         self.tail: list[str] = []  # the last lines of the previous page: what introduces a figure atop this one
 

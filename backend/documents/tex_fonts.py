@@ -43,17 +43,31 @@ _CMMI = dict(enumerate("ΓΔΘΛΞΠΣΥΦΨΩαβγδϵζηθικλμνξπρσ
     0x7D: "℘",
 }
 
-_FAMILIES = {"CMSY": _CMSY, "CMBSY": _CMSY, "CMEX": _CMEX, "CMMI": _CMMI, "CMMIB": _CMMI}
+# AMS symbols and stmaryrd: the few glyphs papers draw most (the rest read as their codes, as before); the
+# end-of-proof squares read as nothing: set at the right margin they joined the next heading to the proof
+_MSAM = {0x03: _DROP, 0x04: _DROP, 0x06: "◊", 0x07: "⧫", 0x5D: "∡", 0x5E: "∢"}
+_STMARY = {0x4A: "⟦", 0x4B: "⟧"}
+
+_FAMILIES = {
+    "CMSY": _CMSY,
+    "CMBSY": _CMSY,
+    "CMEX": _CMEX,
+    "CMMI": _CMMI,
+    "CMMIB": _CMMI,
+    "MSAM": _MSAM,
+    "MSBM": {},
+    "STMARY": _STMARY,
+}
 
 
 def shown_char(font_name: str, code: int) -> Optional[str]:
     """What an unmapped glyph of code ``code`` shows in ``font_name`` (its subset prefix removed): a char,
-    ``NEGATION``, or "" for a piece that reads as nothing; None when the font is not one of TeX's math
-    fonts or the code shows the char it is."""
+    ``NEGATION``, or "" for a piece or a control code that reads as nothing; None when the font is not one
+    of TeX's math fonts. A code the tables leave out reads as its char."""
     table = _FAMILIES.get(_family(font_name))
     if table is None:
         return None
-    return table.get(code)
+    return table.get(code, chr(code) if code >= 0x20 else "")
 
 
 def _family(font_name: str) -> str:

@@ -73,8 +73,14 @@ def test_only_unmapped_glyphs_of_tex_math_fonts_are_read_through_the_tables():
     assert shown_char("ABCDEF+CMSY10", ord("k")) == "‖"
     assert shown_char("CMSY7", ord("0")) == "′"
     assert shown_char("CMSY10", ord("6")) == NEGATION
-    assert shown_char("CMSY10", ord("P")) is None  # a calligraphic capital is its letter
+    assert shown_char("CMSY10", ord("P")) == "P"  # a calligraphic capital is its letter
     assert shown_char("CMEX10", ord("e")) == "˜"
     assert shown_char("CMEX10", 0x0C) == ""  # a piece of a tall bar
     assert shown_char("CMMI10", 0x0F) == "ϵ"
     assert shown_char("DejaVuSans", ord("0")) is None  # a plot's digits, unmapped but right
+
+
+def test_ams_and_stmaryrd_symbols_read_as_they_show():
+    """2109.13329 p4 wrote the integer interval ⟦i, j⟧ as "Ji, jK"; GeoTopo p107 the angle ∡ABC as "]ABC"."""
+    assert "let ⟦i, j⟧ denote the set" in _page_text(_paper("2109.13329v1"), 4)
+    assert "Es gilt ∡ABC′ < ∡ABC" in _page_text(GEOTOPO, 107)
