@@ -16,7 +16,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from backend.documents.reading_order import reading_leaves
-from backend.documents.tex_fonts import NEGATION, shown_char
+from backend.documents.tex_fonts import NEGATION, delimiter_piece, shown_char
 from backend.text import CJK_CHAR
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
@@ -178,6 +178,9 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
+        elif delimiter_piece(code) is not None:
+            if delimiter_piece(code):  # a tall delimiter's top piece reads as it, its other pieces as nothing
+                yield Char(delimiter_piece(code) or "", box, size, level)
         elif code >= 0x20 and code != 0xFFFF:
             yield Char(fold_char(chr(code)), box, size, level)
 

@@ -9,11 +9,14 @@ import statistics
 from typing import Optional, Sequence
 
 from backend.documents.layout import TextLine
+from backend.documents.tex_fonts import TALL_BRACE_PIECES
 from backend.text import CJK_CHAR, join_words
 
 _SENTENCE_END = re.compile(r"[。！？；.!?;:：]$")
 _LIST_ITEM = re.compile(r"(\[[^\]\s]{1,10}\]|\(?\d{1,3}[.)]|\(?[a-z][.)]|[•·▪◦–-])\s")
 _FIGURE = re.compile(r"[-+−±(]*[\d.,]+[%)*]*")
+
+_NO_BRACE_PIECES = dict.fromkeys(map(ord, TALL_BRACE_PIECES))  # they placed lines; they are no text
 
 
 def join_paragraph_lines(left: str, right: str) -> str:
@@ -47,7 +50,8 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
         else:
             paragraphs.append(line.text)
         previous = line
-    return "\n\n".join(p for p in paragraphs if p.strip())
+    text = "\n\n".join(p for p in paragraphs if p.strip())
+    return text.translate(_NO_BRACE_PIECES) if any(ch in text for ch in TALL_BRACE_PIECES) else text
 
 
 def body_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:

@@ -72,3 +72,25 @@ def shown_char(font_name: str, code: int) -> Optional[str]:
 
 def _family(font_name: str) -> str:
     return font_name.split("+")[-1].upper().rstrip("0123456789")
+
+
+# Adobe's private-use code points for the pieces of tall delimiters (pdfTeX's glyphtounicode maps cmex's
+# pieces to them): a parenthesis' or bracket's top piece reads as it, its other pieces as nothing (a
+# matrix's tall parentheses had read as ten U+F8EC in a row). A brace's pieces stay: tall, they hold the
+# rows of a formula of cases together, and the text leaves them out (``TALL_BRACE_PIECES``).
+_PIECES = dict.fromkeys([*range(0xF8E5, 0xF8F1), *range(0xF8F5, 0xF8FC)], _DROP) | {
+    0xF8E8: "®",
+    0xF8E9: "©",
+    0xF8EA: "™",
+    0xF8EB: "(",
+    0xF8EE: "[",
+    0xF8F6: ")",
+    0xF8F9: "]",
+}
+TALL_BRACE_PIECES = "".join(map(chr, [*range(0xF8F1, 0xF8F5), *range(0xF8FC, 0xF8FF)]))
+
+
+def delimiter_piece(code: int) -> Optional[str]:
+    """What a glyph mapped to one of Adobe's delimiter pieces reads as ("" for nothing); None for any
+    other code (a brace's pieces included)."""
+    return _PIECES.get(code)

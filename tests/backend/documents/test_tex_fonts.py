@@ -84,3 +84,11 @@ def test_ams_and_stmaryrd_symbols_read_as_they_show():
     """2109.13329 p4 wrote the integer interval ⟦i, j⟧ as "Ji, jK"; GeoTopo p107 the angle ∡ABC as "]ABC"."""
     assert "let ⟦i, j⟧ denote the set" in _page_text(_paper("2109.13329v1"), 4)
     assert "Es gilt ∡ABC′ < ∡ABC" in _page_text(GEOTOPO, 107)
+
+
+def test_tall_delimiters_read_as_one_delimiter_not_as_their_pieces(settings):
+    """pdfTeX maps a tall parenthesis' pieces to Adobe's private use (U+F8EB top, U+F8EC extension …):
+    2109.13329 p13's matrices read as runs of U+F8EC, and 1203.2923 p4's δ( lost its parenthesis."""
+    pages = parse_pdf(_paper("2109.13329v1"), settings)
+    assert not any(0xF8E5 <= ord(ch) <= 0xF8FE for page in pages for ch in page.text)
+    assert "\\delta(m_{J}^{2}" in parse_pdf(_paper("1203.2923v2"), settings)[3].text
