@@ -24,7 +24,8 @@ MIN_CONTROL_CODES = 2  # ... of which control codes (a hyphen drawn at one is no
 MAX_WORDLIKE_SHARE = 0.5  # letters and digits among them: more reads as text in an ASCII-like encoding
 MIN_DISTINCT = 10  # different glyphs among them: a symbol font's one square or arrow is no text to read
 MIN_LINE_NOISE = 3  # a line's noise glyphs before it is worth reading by OCR (fewer are left out)
-MAX_LINES_READ = 200  # lines read by OCR on one page; beyond, their noise is left out
+MAX_LINES_PER_PAGE = 100  # lines read by OCR on one page; beyond, their noise is left out
+MAX_LINES_PER_DOCUMENT = 400  # and in one document (LCSTS's page of Chinese examples holds 25)
 
 Recognize = Callable[[Image.Image], str]
 Render = Callable[[BBox], Image.Image]
@@ -47,10 +48,15 @@ def _is_noise(texts: list[str]) -> bool:
     return wordlike <= MAX_WORDLIKE_SHARE * len(texts) and len(set(texts)) >= MIN_DISTINCT
 
 
-def read_garbled(lines: Sequence[TextLine], render: Optional[Render], recognize: Optional[Recognize]) -> list[TextLine]:
+def read_garbled(
+    lines: Sequence[TextLine],
+    render: Optional[Render],
+    recognize: Optional[Recognize],
+    max_lines: int = MAX_LINES_PER_PAGE,
+) -> tuple[list[TextLine], int]:
     """The page's lines with every line holding noise read by OCR (``render`` draws a box of the page,
-    ``recognize`` reads it), or without its noise when there is no OCR or it reads nothing; the control
-    codes left in other lines are dropped."""
+    ``recognize`` reads it; at most ``max_lines`` of them), or without its noise when there is no OCR or
+    it reads nothing; the control codes left in other lines are dropped. Also: how many lines OCR read."""
     fonts = noise_fonts(lines)
     out: list[TextLine] = []
     read = 0
@@ -59,7 +65,7 @@ def read_garbled(lines: Sequence[TextLine], render: Optional[Render], recognize:
             out.append(line)
             continue
         noisy = sum(1 for c in line.chars if c.unmapped_font in fonts)
-        if noisy >= MIN_LINE_NOISE and render is not None and recognize is not None and read < MAX_LINES_READ:
+        if noisy >= MIN_LINE_NOISE and render is not None and recognize is not None and read < max_lines:
             read += 1
             text = _ocr_line(line, render, recognize)
             if text:
@@ -68,7 +74,7 @@ def read_garbled(lines: Sequence[TextLine], render: Optional[Render], recognize:
         kept = line_from_chars([c for c in line.chars if c.unmapped_font not in fonts and c.text != UNREADABLE])
         if kept is not None:
             out.append(replace(kept, turned=line.turned))
-    return out
+    return out, read
 
 
 def _ocr_line(line: TextLine, render: Render, recognize: Recognize) -> str:

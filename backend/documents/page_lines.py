@@ -13,7 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 import pypdfium2 as pdfium
 
 from backend.documents.figures import render_region
-from backend.documents.garbled import noise_fonts, read_garbled
+from backend.documents.garbled import MAX_LINES_PER_DOCUMENT, MAX_LINES_PER_PAGE, noise_fonts, read_garbled
 from backend.documents.layout import BBox, TextLine, order_lines, raw_lines
 from backend.documents.limits import PageLimits
 from backend.documents.word_plots import WordPlot, split_word_plots
@@ -31,6 +31,7 @@ class PageLines:
         """``ocr(n)``: an OCR engine for n regions to read, or None (lines of noise are then left out)."""
         self.limits = limits
         self._ocr = ocr
+        self._ocr_lines_left = MAX_LINES_PER_DOCUMENT
         self._budget = KEPT_CHARS if kept_chars is None else kept_chars
         self._kept: dict[int, list[TextLine]] = {}
         self._plots: dict[int, list[WordPlot]] = {}  # page index -> its plots drawn with words
@@ -57,9 +58,12 @@ class PageLines:
         """The page's lines in reading order, any drawn in a font without a usable Unicode map read by OCR."""
         kept = self._kept.pop(index, None)
         lines = kept if kept is not None else self.read(page, index)
-        engine = self._ocr(1) if self._ocr is not None and noise_fonts(lines) else None
+        engine = self._ocr(1) if self._ocr is not None and self._ocr_lines_left and noise_fonts(lines) else None
         render = (lambda box: render_region(page, box, GARBLED_DPI)) if engine is not None else None
-        return order_lines(read_garbled(lines, render, engine.recognize if engine is not None else None), obstacles)
+        recognize = engine.recognize if engine is not None else None
+        lines, read = read_garbled(lines, render, recognize, min(MAX_LINES_PER_PAGE, self._ocr_lines_left))
+        self._ocr_lines_left -= read
+        return order_lines(lines, obstacles)
 
     def read(self, page: pdfium.PdfPage, index: int) -> list[TextLine]:
         textpage = page.get_textpage()

@@ -36,7 +36,8 @@ def test_a_chinese_font_without_a_unicode_map_is_read_by_ocr(settings):
 
 
 def test_without_ocr_the_noise_is_left_out_and_the_rest_of_the_line_kept():
-    lines = read_garbled(_lines("1506.05865v4", 4), None, None)
+    lines, read = read_garbled(_lines("1506.05865v4", 4), None, None)
+    assert read == 0
     text = "\n".join(line.text for line in lines)
     assert "-C-=.DF" not in text and UNREADABLE not in text
     assert "Short Text:" in text and "Human Score: 5" in text
@@ -49,6 +50,20 @@ def test_unmapped_glyphs_that_read_as_text_are_no_noise():
         lines = _lines(prefix, page)
         assert any(c.unmapped_font for line in lines for c in line.chars)
         assert not noise_fonts(lines)
-        assert [line.text for line in read_garbled(lines, None, None)] == [
+        assert [line.text for line in read_garbled(lines, None, None)[0]] == [
             line.text.replace(UNREADABLE, "") for line in lines if line.text.replace(UNREADABLE, "").strip()
         ]
+
+
+def test_ocr_reads_at_most_the_lines_it_is_allowed_and_leaves_the_rest_without_noise():
+    lines = _lines("1506.05865v4", 4)
+    calls: list[tuple] = []
+
+    def recognize(image) -> str:
+        calls.append(image)
+        return "水利部"
+
+    out, read = read_garbled(lines, lambda box: box, recognize, max_lines=2)
+    assert read == len(calls) == 2
+    text = "\n".join(line.text for line in out)
+    assert text.count("水利部") == 2 and "-C-=.DF" not in text and UNREADABLE not in text
