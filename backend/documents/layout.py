@@ -149,7 +149,8 @@ def _turned_runs(chars: Sequence[Optional[Char]]) -> list[TextLine]:
 
 def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
     """The page's chars (None at a line break): surrogate pairs combined, math letters and ligatures
-    folded (NFKC: 𝜎 reads as σ), control chars dropped unless they are drawn as a hyphen."""
+    folded (NFKC: 𝜎 reads as σ), control chars dropped unless they are drawn as a hyphen, glyphs without
+    a Unicode map read by ``_unmapped``."""
     handle = textpage.raw
     count = textpage.count_chars()
     index = 0
@@ -178,9 +179,9 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
-        elif delimiter_piece(code) is not None:
-            if delimiter_piece(code):  # a tall delimiter's top piece reads as it, its other pieces as nothing
-                yield Char(delimiter_piece(code) or "", box, size, level)
+        elif (piece := delimiter_piece(code)) is not None:
+            if piece:  # a tall delimiter's top piece reads as it, its other pieces as nothing
+                yield Char(piece, box, size, level)
         elif code >= 0x20 and code != 0xFFFF:
             yield Char(fold_char(chr(code)), box, size, level)
 

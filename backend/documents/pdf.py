@@ -147,7 +147,7 @@ class _PageParser:
         self._ocr_edges: dict[str, str] = {}  # first/last line key of the previous OCR'd page
         self._ocr_ahead: Optional[OCRAhead] = None
         self.limits = PageLimits(path.name, settings.ingest)
-        self.lines = PageLines(self.limits, ocr=self._formula_engine)
+        self.lines = PageLines(self.limits, ocr=self._region_ocr)
         self.unreadable: set[int] = set()  # page indexes pdfium cannot load
         self.tail: list[str] = []  # the last lines of the previous page: what introduces a figure atop this one
 
@@ -270,7 +270,7 @@ class _PageParser:
         """Display formulas drawn as glyph outlines have no text: OCR them where they stand, keep their images."""
         size = body_size(body)
         regions = formula_regions(paths, body, excluded, size)[:MAX_FORMULAS_PER_PAGE]
-        engine = self._formula_engine(len(regions))
+        engine = self._region_ocr(len(regions))
         if engine is None:
             return [], []
 
@@ -308,18 +308,19 @@ class _PageParser:
         """Symbols drawn as glyph outlines inside text rows ("其中 m 是粒子质量") have no text: OCR them."""
         size = body_size(lines)
         regions = inline_formula_regions(paths, lines, excluded, size)
-        engine = self._formula_engine(len(regions))
+        engine = self._region_ocr(len(regions))
         if engine is None:
             return []
         return ocr_inline_formulas(regions, lambda box: render_region(page, box, FORMULA_DPI), engine.recognize, size)
 
-    def _formula_engine(self, regions: int) -> Optional[OCREngine]:
+    def _region_ocr(self, regions: int) -> Optional[OCREngine]:
+        """The OCR engine for ``regions`` parts of a text page (drawn formulas, lines of noise), if any."""
         if not regions:
             return None
         try:
             return self._ocr_engine or get_ocr_engine(self.settings)
-        except DocumentError as exc:  # no OCR here: the symbols stay unread, the page is still parsed
-            log.warning("%s: %d drawn formulas not read (%s)", self.path.name, regions, exc)
+        except DocumentError as exc:  # no OCR here: the regions stay unread, the page is still parsed
+            log.warning("%s: %d regions not read by OCR (%s)", self.path.name, regions, exc)
             return None
 
     def _without_margins(self, lines: list[TextLine], height: float) -> list[TextLine]:
