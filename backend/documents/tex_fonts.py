@@ -5,6 +5,7 @@ font that does carry a map is read as it says."""
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Optional
 
 NEGATION = "\u0338"  # cmsy's slash drawn over a symbol: "=" then reads "≠"
@@ -94,3 +95,14 @@ def delimiter_piece(code: int) -> Optional[str]:
     """What a glyph mapped to one of Adobe's delimiter pieces reads as ("" for nothing); None for any
     other code (a brace's pieces included)."""
     return _PIECES.get(code)
+
+
+def _shown_symbols() -> str:
+    """Every non-ASCII char the tables give, and the symbols the negation slash makes: what the stored text
+    may hold where the PDF's own text (its search) has an ASCII letter."""
+    shown = {ch for table in _FAMILIES.values() for ch in table.values() if len(ch) == 1 and ord(ch) > 0x7F}
+    crossed = {unicodedata.normalize("NFC", ch + NEGATION) for ch in shown | set("=<>")}
+    return "".join(sorted(shown | {ch for ch in crossed if len(ch) == 1} - {NEGATION}))
+
+
+SHOWN_SYMBOLS = _shown_symbols()

@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
+import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
+from backend.documents.pdf import parse_pdf
 from backend.documents.preview import (
     FRAME_COLOUR,
     PREVIEW_SCALE,
+    _find,
+    _probes,
     passage_lines,
     render_page,
 )
 from backend.service import DocLens
-from tests.conftest import make_settings
+from tests.conftest import BENCH, make_settings
 from tests.support.text_pdf import write_scanned_pdf
 
 FIRST = (
@@ -84,3 +88,18 @@ def test_a_native_page_is_framed_without_ocr(tmp_path):
 
     pdf = write_text_pdf(tmp_path / "native.pdf", [[FIRST, CITED, LAST]], font_size=12.0)
     assert framed_rows(render_page(pdf, 1, CITED, tmp_path / "previews", no_ocr))
+
+
+def test_a_passage_with_symbols_of_tex_math_fonts_is_found_in_the_pdfs_own_text(settings):
+    """2201.05690 p1 draws ′ and ‖ in cmsy without a Unicode map: the stored text reads "M′ denotes the
+    transpose of M, ‖M‖F denotes the Frobenius norm", the PDF's own text, which frames are searched in,
+    "M0 … kMkF": those two clauses went unframed. Every piece of the passage is found now."""
+    [paper] = (BENCH / "arxiv-dev" / "docs").glob("2201.05690v5*.pdf")
+    passage = next(p for p in parse_pdf(paper, settings)[0].text.split("\n\n") if p.startswith("Notation:"))
+    document = pdfium.PdfDocument(paper)
+    try:
+        textpage = document[0].get_textpage()
+        missed = [probe for probe in _probes(passage) if not _find(textpage, probe)]
+    finally:
+        document.close()
+    assert not missed and "transpose of M" in passage
