@@ -19,6 +19,8 @@ from typing import Protocol, Sequence
 _MAX_DEPTH = 12
 _GUTTER_CANDIDATES = 6
 _MIN_COLUMN_EMS = 5.0  # median line width of a text column, in font sizes: table cells are narrower
+_MIN_PROSE_LINES = 6  # ... or this many lines that long holding most of its characters (formulas between)
+_PROSE_SHARE = 0.7
 _EDGE_SHARE = 0.05
 _HEADING_SIZE = 1.25  # a line this much bigger than the body text is a heading
 # a refused gutter makes the column test unsure when this many rows face each other across it, with lines
@@ -209,11 +211,17 @@ def _valid_gutter(lines: list, gutter: tuple[float, float], size: float) -> bool
 
 
 def _is_column(lines: list, size: float) -> bool:
-    """Text columns are filled with long lines; table cells, labels and line numbers are short."""
+    """Text columns are filled with long lines; table cells, labels and line numbers are short. A column
+    of prose between display formulas holds many short pieces too (a sum's limits, a subscript, "(4)"):
+    it is a column when most of its characters are on enough long lines."""
     if all(getattr(ln, "block", False) for ln in lines):
         return True
-    widths = [ln.box[2] - ln.box[0] for ln in lines if not getattr(ln, "block", False)]
-    return statistics.median(widths) >= _MIN_COLUMN_EMS * size
+    text = [ln for ln in lines if not getattr(ln, "block", False)]
+    if statistics.median(ln.box[2] - ln.box[0] for ln in text) >= _MIN_COLUMN_EMS * size:
+        return True
+    long = [ln for ln in text if ln.box[2] - ln.box[0] >= _MIN_COLUMN_EMS * size]
+    chars = sum(len(getattr(ln, "text", "")) for ln in text)
+    return len(long) >= _MIN_PROSE_LINES and sum(len(getattr(ln, "text", "")) for ln in long) >= _PROSE_SHARE * chars
 
 
 def _beside(a, b) -> bool:

@@ -213,3 +213,15 @@ def test_layout_model_joins_in_on_a_native_page_with_a_drawn_chart(tmp_path, set
     assert labels not in geometry.split("\n\n")  # geometry: each label row a paragraph of its own
     assert labels in with_model.split("\n\n")
     assert normalise(with_model.replace(labels, "")) == normalise(truth)
+
+
+def test_two_columns_between_display_formulas_read_column_by_column(settings):
+    """1904.07695 p5: each column holds display formulas drawn in many short pieces (a product's limits,
+    subscripts, equation numbers), so the median line of each side was short and the gutter was refused as
+    no column; both columns then read as one, row by row ("…LF-DMM uses the fol- sampling process for word
+    w in document d is as follows: lowing conditional…")."""
+    text = arxiv_page_text(
+        settings, "1904.07695v1 - Short Text Topic Modeling Techniques, Applications, and Performance A Survey.pdf", 5
+    )
+    assert "LF-DMM uses the following conditional probability distribution to infer the topic of the document d" in text
+    assert "process for word w in document d is as follows" in text and "fol- sampling" not in text
