@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pypdfium2 as pdfium
 
+from backend.documents.figures import render_region
 from backend.documents.garbled import noise_fonts, read_garbled
-from backend.documents.layout import UNREADABLE, raw_lines
+from backend.documents.layout import CJK_CHAR, UNREADABLE, raw_lines
+from backend.documents.ocr import get_ocr_engine
+from backend.documents.page_lines import GARBLED_DPI
 from backend.documents.pdf import parse_pdf
 from tests.conftest import BENCH
 
@@ -55,15 +58,15 @@ def test_unmapped_glyphs_that_read_as_text_are_no_noise():
         ]
 
 
-def test_ocr_reads_at_most_the_lines_it_is_allowed_and_leaves_the_rest_without_noise():
-    lines = _lines("1506.05865v4", 4)
-    calls: list[tuple] = []
-
-    def recognize(image) -> str:
-        calls.append(image)
-        return "水利部"
-
-    out, read = read_garbled(lines, lambda box: box, recognize, max_lines=2)
-    assert read == len(calls) == 2
-    text = "\n".join(line.text for line in out)
-    assert text.count("水利部") == 2 and "-C-=.DF" not in text and UNREADABLE not in text
+def test_ocr_reads_at_most_the_lines_it_is_allowed_and_leaves_the_rest_without_noise(settings):
+    engine = get_ocr_engine(settings)
+    document = pdfium.PdfDocument(_paper("1506.05865v4"))
+    try:
+        page = document[3]
+        lines = raw_lines(page.get_textpage())
+        out, read = read_garbled(lines, lambda box: render_region(page, box, GARBLED_DPI), engine.recognize, 2)
+    finally:
+        document.close()
+    assert read == 2
+    assert sum(1 for line in out if CJK_CHAR.search(line.text)) == 2  # the two read; the rest without noise
+    assert not any("-C-=.DF" in line.text or UNREADABLE in line.text for line in out)
