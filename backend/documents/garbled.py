@@ -53,11 +53,13 @@ def read_garbled(
     render: Optional[Render],
     recognize: Optional[Recognize],
     max_lines: int = MAX_LINES_PER_PAGE,
+    fonts: Optional[set[str]] = None,
 ) -> tuple[list[TextLine], int]:
     """The page's lines with every line holding noise read by OCR (``render`` draws a box of the page,
     ``recognize`` reads it; at most ``max_lines`` of them), or without its noise when there is no OCR or
-    it reads nothing; the control codes left in other lines are dropped. Also: how many lines OCR read."""
-    fonts = noise_fonts(lines)
+    it reads nothing; the control codes left in other lines are dropped. Also: how many lines OCR read.
+    ``fonts``: the page's ``noise_fonts``, when the caller has them already."""
+    fonts = noise_fonts(lines) if fonts is None else fonts
     out: list[TextLine] = []
     read = 0
     for line in lines:

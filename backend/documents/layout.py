@@ -97,7 +97,7 @@ def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     """The page's text lines in the order pdfium gives its glyphs (``order_lines`` puts them in reading
     order; it does not change this list, so one reading can be ordered twice). Runs of turned glyphs (the
     arXiv stamp up the first page's margin, a turned axis label) are lines of their own, ``turned``."""
-    chars = list(_negated(_page_chars(textpage)))
+    chars = _negated(list(_page_chars(textpage)))
     turned = sum(1 for c in chars if c is not None and not c.level)
     if not turned:
         return _level_lines(chars)
@@ -179,7 +179,7 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
-        elif (piece := delimiter_piece(code)) is not None:
+        elif 0xF8E5 <= code <= 0xF8FE and (piece := delimiter_piece(code)) is not None:
             if piece:  # a tall delimiter's top piece reads as it, its other pieces as nothing
                 yield Char(piece, box, size, level)
         elif code >= 0x20 and code != 0xFFFF:
@@ -200,22 +200,20 @@ def _unmapped(code: int, font: str, box: BBox, size: float, level: bool) -> Iter
         yield Char(fold_char(chr(code)), box, size, level, font)
 
 
-def _negated(chars: Iterator[Optional[Char]]) -> Iterator[Optional[Char]]:
+def _negated(chars: list[Optional[Char]]) -> list[Optional[Char]]:
     """TeX's negation slash joined to the symbol it crosses: "=" reads "≠". TeX draws the slash before the
     symbol ("\\not="), a hand-built "≠" may draw it after: the glyph before is taken when the slash is on it."""
-    before: list[Optional[Char]] = []  # the glyph before, held back until the next one is known
-    slash = False
-    for char in chars:
-        if char is not None and char.text == NEGATION:
-            last = before[-1] if before else None
-            slash = not (last is not None and _overlap(last.box, char.box) and _crossed(last))
+    slashes = [(i, char) for i, char in enumerate(chars) if char is not None and char.text == NEGATION]
+    if not slashes:
+        return chars  # (pages without TeX's unmapped slash: nearly all)
+    for i, slash in slashes:
+        before = chars[i - 1] if i else None
+        if before is not None and before.text != NEGATION and _overlap(before.box, slash.box) and _crossed(before):
             continue
-        if slash and char is not None:
-            _crossed(char)
-        slash = False
-        yield from before
-        before = [char]
-    yield from before
+        after = chars[i + 1] if i + 1 < len(chars) else None
+        if after is not None and after.text != NEGATION:
+            _crossed(after)
+    return [char for char in chars if char is None or char.text != NEGATION]
 
 
 def _overlap(a: BBox, b: BBox) -> bool:

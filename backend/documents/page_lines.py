@@ -58,10 +58,11 @@ class PageLines:
         """The page's lines in reading order, any drawn in a font without a usable Unicode map read by OCR."""
         kept = self._kept.pop(index, None)
         lines = kept if kept is not None else self.read(page, index)
-        engine = self._ocr(1) if self._ocr is not None and self._ocr_lines_left and noise_fonts(lines) else None
+        fonts = noise_fonts(lines)
+        engine = self._ocr(1) if self._ocr is not None and self._ocr_lines_left and fonts else None
         render = (lambda box: render_region(page, box, GARBLED_DPI)) if engine is not None else None
         recognize = engine.recognize if engine is not None else None
-        lines, read = read_garbled(lines, render, recognize, min(MAX_LINES_PER_PAGE, self._ocr_lines_left))
+        lines, read = read_garbled(lines, render, recognize, min(MAX_LINES_PER_PAGE, self._ocr_lines_left), fonts)
         self._ocr_lines_left -= read
         return order_lines(lines, obstacles)
 

@@ -50,8 +50,7 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
         else:
             paragraphs.append(line.text)
         previous = line
-    text = "\n\n".join(p for p in paragraphs if p.strip())
-    return text.translate(_NO_BRACE_PIECES) if any(ch in text for ch in TALL_BRACE_PIECES) else text
+    return "\n\n".join(p for p in paragraphs if p.strip()).translate(_NO_BRACE_PIECES)
 
 
 def body_text_lines(lines: Sequence[TextLine]) -> list[TextLine]:
