@@ -23,6 +23,10 @@ BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
 UNREADABLE = "\ufffd"  # an unmapped control code's glyph: until garbled.read_garbled, which drops it
 
 _STACK_MAX = 16  # longer pieces are text lines, never the parts of a fraction
+# Operators whose limits display math sets below (and above) them: a stack that ends in one is no fraction
+_OPERATORS = r"(?:arg ?min|arg ?max|lim ?inf|lim ?sup|min|max|sup|inf|lim|det|gcd|Pr)|[∑∏∐∫∮∬∭⋃⋂⨁⨂⨀⋁⋀]"
+_ENDS_IN_OPERATOR = re.compile(rf"(?<![A-Za-z]){_OPERATORS}$")
+_OPERATOR_WITH_LIMIT = re.compile(rf"^{_OPERATORS}(?:_\{{.*\}})?$")
 LEVEL_RADIANS = math.radians(6)  # a scan's text layer may lean a degree or two and still be level
 
 
@@ -322,9 +326,8 @@ def _stacks_joined(row: list[TextLine]) -> list[TextLine]:
         last = out[-1] if out else None
         if last is not None and _stacked(last, piece):
             top, bottom = (last, piece) if last.y1 >= piece.y1 else (piece, last)
-            glue = "/" if len(top.text) <= _STACK_MAX and len(bottom.text) <= _STACK_MAX else " "
             out[-1] = TextLine(
-                top.text + glue + bottom.text,
+                _stack_text(top.text, bottom.text),
                 union([top.box, bottom.box]),
                 max(top.size, bottom.size),
                 top.chars + bottom.chars,
@@ -332,6 +335,16 @@ def _stacks_joined(row: list[TextLine]) -> list[TextLine]:
         else:
             out.append(piece)
     return out
+
+
+def _stack_text(top: str, bottom: str) -> str:
+    """An operator's limits as LaTeX writes them ("min_{f∈F}", "∑_{i=1}^{n}": read as "min/f∈F" they were a
+    fraction), a fraction as "a/b"."""
+    if _ENDS_IN_OPERATOR.search(top.strip()):
+        return f"{top.strip()}_{{{bottom.strip()}}}"
+    if _OPERATOR_WITH_LIMIT.match(bottom.strip()):
+        return f"{bottom.strip()}^{{{top.strip()}}}"
+    return top + ("/" if len(top) <= _STACK_MAX and len(bottom) <= _STACK_MAX else " ") + bottom
 
 
 def _stacked(a: TextLine, b: TextLine) -> bool:

@@ -23,14 +23,15 @@ log = logging.getLogger(__name__)
 PREVIEW_SCALE = 1.5  # 108 dpi: readable, and a page stays well under 1 MB
 FRAME_COLOUR = (234, 88, 12)
 MAX_PROBES = 80  # pieces of a passage looked for; math ends pieces at each symbol, so a passage has more
-FRAMES_VERSION = 3  # part of a preview's file name: previews cached before a change to the frames re-render
+FRAMES_VERSION = 4  # part of a preview's file name: previews cached before a change to the frames re-render
 SCANNED_MAX_CHARS = 20  # a page with fewer characters in its text layer is a scan (as for OCR at ingest)
 MIN_LINE_CHARS = 4
 LINE_MATCH_SHARE = 0.6
 Rect = tuple[float, float, float, float]
 # pieces also end at a symbol TeX's math fonts draw without a Unicode map: the stored text reads it as it
-# shows ("‖x‖"), the PDF's own text, which the search looks in, as its code's letter ("kxk")
-_SPLIT = re.compile(r"[\n。！？；!?;|" + re.escape(SHOWN_SYMBOLS) + r"]+|(?<=[.,:])\s+")
+# shows ("‖x‖"), the PDF's own text, which the search looks in, as its code's letter ("kxk"); and at an
+# operator's limits, which the stored text writes as LaTeX ("min_{f∈F}") and the PDF on a row of their own
+_SPLIT = re.compile(r"[\n。！？；!?;|" + re.escape(SHOWN_SYMBOLS) + r"]+|[_^]\{|\}|(?<=[.,:])\s+")
 
 
 LineReader = Callable[[Image.Image], Sequence[Any]]  # an OCR engine's ``lines``: items with text, x0, y0, x1, y1

@@ -103,3 +103,11 @@ def test_a_passage_with_symbols_of_tex_math_fonts_is_found_in_the_pdfs_own_text(
     finally:
         document.close()
     assert not missed and "transpose of M" in passage
+
+
+def test_the_pieces_of_a_passage_end_at_an_operators_limits():
+    """The stored text writes limits as LaTeX ("min_{f∈F}", layout._stack_text), which no PDF's own text
+    holds: no piece searched for carries their braces."""
+    probes = _probes("Thus, the loss min_{f∈F ′} ψ(‖AT x − f‖)P(dx) and ∑_{i=1}^{n} xi are equal")
+    assert probes and not any(mark in probe for probe in probes for mark in "{}^_"), probes
+    assert "Thus" in probes[0] and any("are equal" in probe for probe in probes)
