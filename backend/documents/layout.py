@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from backend.documents.line_numbers import margin_line_numbers
 from backend.documents.reading_order import reading_leaves
 from backend.documents.tex_fonts import NEGATION, delimiter_piece, shown_char
 from backend.text import CJK_CHAR
@@ -101,13 +102,19 @@ def raw_lines(textpage: pdfium.PdfTextPage) -> list[TextLine]:
     """The page's text lines in the order pdfium gives its glyphs (``order_lines`` puts them in reading
     order; it does not change this list, so one reading can be ordered twice). Runs of turned glyphs (the
     arXiv stamp up the first page's margin, a turned axis label) are lines of their own, ``turned``."""
-    chars = _negated(list(_page_chars(textpage)))
+    chars = _without_line_numbers(_negated(list(_page_chars(textpage))))
     turned = sum(1 for c in chars if c is not None and not c.level)
     if not turned:
         return _level_lines(chars)
     if 2 * turned > sum(1 for c in chars if c is not None):  # a page drawn turned as a whole: all alike
         return _level_lines([c if c is None or c.level else replace(c, level=True) for c in chars])
     return _level_lines(chars) + _turned_runs(chars)
+
+
+def _without_line_numbers(chars: list[Optional[Char]]) -> list[Optional[Char]]:
+    """The page's glyphs with line numbers in its margin (a review copy's) taken out: a line ends there."""
+    numbers = margin_line_numbers(chars)
+    return [None if index in numbers else char for index, char in enumerate(chars)] if numbers else chars
 
 
 def _level_lines(chars: Sequence[Optional[Char]]) -> list[TextLine]:

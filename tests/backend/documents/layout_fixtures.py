@@ -244,3 +244,27 @@ def write_cell_table_pdf(path: Path, rows: int = 40, columns: int = 8, size: flo
     canvas.showPage()
     canvas.save()
     return cells
+
+
+def write_numbered_lines_pdf(path: Path, left: Sequence[str], right: Sequence[str], every: int = 1) -> Path:
+    """A two-column page of a review copy: every line (or every ``every``-th) numbered in small type in the
+    margin beside its column, the left column's numbers first, then the right's."""
+    from reportlab.pdfgen.canvas import Canvas
+
+    name = _font("DejaVuSerif", DEJAVU)
+    canvas = Canvas(str(path), pagesize=(612, 792))
+    number = 1
+    for column, x, margin in ((left, 60, 52), (right, 320, 560)):
+        y = 720.0
+        for text in column:
+            canvas.setFont(name, 10)
+            canvas.drawString(x, y, text)
+            if number % every == 0:
+                canvas.setFont(name, 6)
+                draw = canvas.drawRightString if margin < x else canvas.drawString
+                draw(margin, y, str(number))
+            number += 1
+            y -= 12
+    canvas.showPage()
+    canvas.save()
+    return path
