@@ -110,7 +110,9 @@ def _cut(lines: list, column: int, size: float, columns: _Columns, depth: int) -
     gutter = _find_gutter(lines, size, columns)
     if gutter is not None:
         return _cut_at_gutter(lines, gutter, column, size, columns, depth)
-    pieces = _horizontal_pieces(lines, size)
+    pieces = _columns_beyond_a_figure(lines, size)
+    if len(pieces) == 1:
+        pieces = _horizontal_pieces(lines, size)
     if len(pieces) > 1:
         return [leaf for piece in pieces for leaf in _cut(piece, column, size, columns, depth + 1)]
     return [Leaf(lines, column)]
@@ -148,12 +150,9 @@ def _bands(lines: list, gutter: tuple[float, float]) -> list[tuple[str, list]]:
 def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, float] | None:
     """The least-crossed vertical strip that separates side-by-side columns, or None (counted as unsure
     when a refused strip still had side-by-side groups of lines on both sides)."""
-    x0 = min(ln.box[0] for ln in lines)
-    x1 = max(ln.box[2] for ln in lines)
-    margin = _EDGE_SHARE * (x1 - x0)
-    inner = [s for s in _coverage(lines) if s[0] >= x0 + margin and s[1] <= x1 - margin]
-    strips = sorted((s for s in inner if s[1] - s[0] >= 0.4 * size), key=lambda s: (s[2], -(s[1] - s[0])))
-    for a, b, _ in strips[:_GUTTER_CANDIDATES]:
+    inner = _inner_strips(lines)
+    strips = _gutter_candidates(inner, size)
+    for a, b, _ in strips:
         if _valid_gutter(lines, (a, b), size):
             return a, b
     if not columns.check_unsure:
@@ -163,9 +162,57 @@ def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, fl
         (s for s in inner if _NARROW_GUTTER_EMS * size <= s[1] - s[0] < 0.4 * size and s[2] == 0),
         key=lambda s: -(s[1] - s[0]),
     )
-    candidates = strips[:_GUTTER_CANDIDATES] + narrow[:_GUTTER_CANDIDATES]
+    candidates = strips + narrow[:_GUTTER_CANDIDATES]
     columns.unsure += any(_side_by_side(lines, (a, b), size) for a, b, _ in candidates)
     return None
+
+
+def _inner_strips(lines: list) -> list[tuple[float, float, int]]:
+    """The coverage strips of the region away from its outer edges (a gutter is not in the outer 5 %)."""
+    x0 = min(ln.box[0] for ln in lines)
+    x1 = max(ln.box[2] for ln in lines)
+    margin = _EDGE_SHARE * (x1 - x0)
+    return [s for s in _coverage(lines) if s[0] >= x0 + margin and s[1] <= x1 - margin]
+
+
+def _gutter_candidates(inner: list[tuple[float, float, int]], size: float) -> list[tuple[float, float, int]]:
+    """The strips wide enough for a gutter, the least crossed (then the widest) first."""
+    wide_enough = (s for s in inner if s[1] - s[0] >= 0.4 * size)
+    return sorted(wide_enough, key=lambda s: (s[2], -(s[1] - s[0])))[:_GUTTER_CANDIDATES]
+
+
+def _columns_beyond_a_figure(lines: list, size: float) -> list[list]:
+    """[above, below] where the region's lines that cross a strip all stand above (or all below) two
+    columns that face each other across it with no whitespace between: a figure's labels and caption as
+    wide as the page, right on top of the columns. A figure's labels stand beside each other, so the
+    strip failed as a gutter for the whole region. [lines] when there is no such cut."""
+    for a, b, _ in _gutter_candidates(_inner_strips(lines), size):
+        wide = [ln for ln in lines if _crosses(ln, (a, b))]
+        if not wide:
+            continue
+        lowest, highest = min(ln.box[1] for ln in wide), max(ln.box[3] for ln in wide)
+        for columns_part, rest in (
+            ([ln for ln in lines if ln.box[3] <= lowest], [ln for ln in lines if ln.box[3] > lowest]),
+            ([ln for ln in lines if ln.box[1] >= highest], [ln for ln in lines if ln.box[1] < highest]),
+        ):
+            if rest and _facing_rows(columns_part, (a, b)) and _valid_gutter(columns_part, (a, b), size):
+                below = columns_part[0].box[3] <= lowest
+                return _columns_apart(columns_part, rest, below, (a, b), size)
+    return [lines]
+
+
+def _columns_apart(columns_part: list, rest: list, below: bool, gutter: tuple[float, float], size: float) -> list[list]:
+    """[rest, columns_part] (the columns ``below`` the rest) or [columns_part, rest]; text set apart by
+    whitespace at the columns' edge next to the rest, and not in two columns itself (a heading over a
+    list of references that are as wide as the page), goes with the rest."""
+    pieces = _horizontal_pieces(columns_part, size)
+    if below:
+        while len(pieces) > 1 and not _facing_rows(pieces[0], gutter):
+            rest = rest + pieces.pop(0)
+        return [rest, [ln for piece in pieces for ln in piece]]
+    while len(pieces) > 1 and not _facing_rows(pieces[-1], gutter):
+        rest = pieces.pop() + rest
+    return [[ln for piece in pieces for ln in piece], rest]
 
 
 def _side_by_side(lines: list, gutter: tuple[float, float], size: float) -> bool:
@@ -177,6 +224,13 @@ def _side_by_side(lines: list, gutter: tuple[float, float], size: float) -> bool
         return False
     if min(statistics.median(ln.box[2] - ln.box[0] for ln in side) for side in (left, right)) < _MIN_SIDE_EMS * size:
         return False
+    return _facing_rows(left + right, gutter)
+
+
+def _facing_rows(lines: list, gutter: tuple[float, float]) -> bool:
+    """At least _MIN_FACING_ROWS lines left of the strip with a line right of it on their row."""
+    left = [ln for ln in lines if ln.box[2] <= gutter[0] + 0.01 and not getattr(ln, "block", False)]
+    right = [ln for ln in lines if ln.box[0] >= gutter[1] - 0.01 and not getattr(ln, "block", False)]
     facing = 0
     for a in left:
         facing += any(_beside(a, b) for b in right)

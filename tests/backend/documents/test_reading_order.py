@@ -225,3 +225,24 @@ def test_two_columns_between_display_formulas_read_column_by_column(settings):
     )
     assert "LF-DMM uses the following conditional probability distribution to infer the topic of the document d" in text
     assert "process for word w in document d is as follows" in text and "fol- sampling" not in text
+
+
+def test_two_columns_right_under_a_figure_as_wide_as_the_page_read_column_by_column(settings):
+    """2312.07556 p3: a drawn figure across both columns, its caption right above them with no whitespace
+    between; the figure's labels stand beside each other across the gutter, so the gutter was refused for
+    the whole page and the columns read as one, row by row ("…still limited. The where reason is…")."""
+    text = arxiv_page_text(settings, "2312.07556v1 - Federated Learning for Short Text Clustering.pdf", 3)
+    assert "their clustering performance is still limited. The reason is that lacking supervision" in text
+    assert "We turn this objective into a discrete optimal transport problem [Cuturi, 2013]" in text
+
+
+def test_a_left_columns_foot_is_read_before_the_right_column(settings):
+    """2101.08595 p2: the running head crosses the gutter, its parts beside each other, right above the
+    columns: the gutter was refused for the page, and the right column was read before the foot of the
+    left one (section 2.2 after the right column)."""
+    text = arxiv_page_text(
+        settings,
+        "2101.08595v1 - Fast Clustering of Short Text Streams Using Efficient Cluster Indexing and Dynam.pdf",
+        2,
+    )
+    assert text.index("2.2 Model-based Stream Clustering") < text.index("using the populated clustering model")
