@@ -18,7 +18,8 @@ _MAX_FORMULA_CHARS = 200  # a longer run of lines is text, whatever it was marke
 _NUMBER = re.compile(r"^\(\s*(?:[A-Z]\.)?\d+(?:\.\d+)*[a-z]?\s*\)$")
 _STACK_CHARS = 40
 _WORDS = re.compile(r"[A-Za-z]{4,}")
-_MAX_WORDS = 5  # more words of four letters than this in one line: prose  # a fraction's numerator or denominator is at most this long
+_MAX_WORDS = 5  # more words of four letters than this in one line: prose
+_MAX_GROUP_WORDS = 8  # ... or in all the lines of one formula: lines of prose caught around an inline fraction
 
 
 def page_rules(paths: Sequence[tuple[BBox, int]], size: float) -> list[BBox]:
@@ -130,7 +131,8 @@ def _close(group: Sequence[TextLine], line: TextLine) -> bool:
 def _readable(group: Sequence[TextLine], chars: Sequence[Char]) -> bool:
     """Glyphs of the text layer, one char each (an OCR'd formula has none, or one string), few enough."""
     visible = [c for c in chars if not c.text.isspace()]
-    if any(len(_WORDS.findall(ln.text)) > _MAX_WORDS for ln in group):
+    words = [len(_WORDS.findall(ln.text)) for ln in group]
+    if max(words) > _MAX_WORDS or sum(words) > _MAX_GROUP_WORDS:
         return False  # a line of prose that happened to stand by a formula
     return (
         bool(visible)

@@ -62,6 +62,16 @@ def test_a_real_papers_display_fraction_becomes_latex(settings):
 
 
 @pytest.mark.slow
+def test_lines_of_prose_around_an_inline_fraction_are_no_formula(settings):
+    r"""2305.16335 p11: two lines of prose of five long words each, one holding an inline fraction, were
+    read as one display formula by glyph geometry: "\mathrm{Ttbhheainmsdmo}\gamma ve^{j}…"."""
+    [paper] = (SHARED / "bench" / "arxiv-dev" / "docs").glob("2305.16335v1*.pdf")
+    text = parse_pdf(paper, settings)[10].text
+    assert "the moving-average parameter, b is the last updated b and" in text
+    assert "This method replaces the penalty function" in text and "Ttbhh" not in text
+
+
+@pytest.mark.slow
 def test_limits_under_lim_inf_and_sup_stay_with_their_operator(settings):
     """The limit line under "inf" was read left to right with it: "in_{\\theta\\in\\Theta}f", and "lim" under
     n→∞ as "nl_{\\to}im_{\\infty}", lost to a keyword search for either (arxiv-dev's held-out half, page 14)."""
