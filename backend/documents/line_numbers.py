@@ -21,6 +21,7 @@ class Char(Protocol):
     box: tuple[float, float, float, float]
     size: float
 
+
 MIN_NUMBERS = 6  # fewer numbers in one column of the margin: a list or a table's column, not line numbers
 MAX_DIGITS = 4
 SMALLER = 0.9  # line numbers are set smaller than the body text
