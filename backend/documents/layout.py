@@ -15,6 +15,7 @@ from typing import Iterable, Iterator, Optional, Sequence
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
+from backend.documents.footnotes import footnotes_last
 from backend.documents.line_numbers import margin_line_numbers
 from backend.documents.reading_order import reading_leaves
 from backend.documents.tex_fonts import NEGATION, delimiter_piece, shown_char
@@ -301,13 +302,14 @@ def line_from_chars(chars: Sequence[Char]) -> Optional[TextLine]:
 def order_lines(lines: Sequence[TextLine], obstacles: Sequence[BBox] = ()) -> list[TextLine]:
     """Reading order (recursive XY-cut, see reading_order); inside each piece rows top to bottom, and
     pieces of one row merged when they are close together. ``column`` is set on every line. Turned lines
-    come last, as they are: a tall narrow box in the margin joined rows it crossed, beside and out of order."""
+    come last, as they are: a tall narrow box in the margin joined rows it crossed, beside and out of order.
+    Footnotes come after the text (see footnotes), before the turned lines."""
     ordered: list[TextLine] = []
     for leaf in reading_leaves([line for line in lines if not line.turned], obstacles):
         for line in _rows_merged(leaf.lines):
             line.column = leaf.column
             ordered.append(line)
-    return ordered + [line for line in lines if line.turned]
+    return footnotes_last(ordered + [line for line in lines if line.turned])
 
 
 def _rows_merged(lines: Sequence[TextLine]) -> list[TextLine]:
