@@ -191,12 +191,11 @@ def _columns_beyond_a_figure(lines: list, size: float) -> list[list]:
         if not wide:
             continue
         lowest, highest = min(ln.box[1] for ln in wide), max(ln.box[3] for ln in wide)
-        for columns_part, rest in (
-            ([ln for ln in lines if ln.box[3] <= lowest], [ln for ln in lines if ln.box[3] > lowest]),
-            ([ln for ln in lines if ln.box[1] >= highest], [ln for ln in lines if ln.box[1] < highest]),
+        for below, columns_part, rest in (
+            (True, [ln for ln in lines if ln.box[3] <= lowest], [ln for ln in lines if ln.box[3] > lowest]),
+            (False, [ln for ln in lines if ln.box[1] >= highest], [ln for ln in lines if ln.box[1] < highest]),
         ):
             if rest and _facing_rows(columns_part, (a, b)) and _valid_gutter(columns_part, (a, b), size):
-                below = columns_part[0].box[3] <= lowest
                 return _columns_apart(columns_part, rest, below, (a, b), size)
     return [lines]
 
