@@ -40,11 +40,11 @@ class TextLine(Protocol):
 
 Line = TypeVar("Line", bound=TextLine)
 
-SMALLER = 0.88  # a footnote's type against the body's
+SMALLER = 0.93  # a footnote's type against the body's (9 pt under 10 pt: NeurIPS)
 LOWER_PART = 0.45  # a footnote starts in this lower share of the page's text
 MAX_SHARE = 0.4  # of its column's height, at most
 MIN_BODY_LINES = 3  # lines of body text above it in its column
-_MARK = re.compile(r"^\s*(?:[0-9]{1,2}|[*†‡§¶])")
+_MARK = re.compile(r"^\s*(?:[0-9]{1,2}|[*∗†‡§¶])")
 _NUMBERED = re.compile(r"^\s*[0-9]{1,2}\.\s")  # "1. https://…", a footnote numbered in the line's own type
 
 
@@ -57,7 +57,8 @@ def footnotes_last(lines: Sequence[Line]) -> list[Line]:
     top, bottom = max(ln.y1 for ln in body), min(ln.y0 for ln in body)
     notes: list[int] = []
     for column in dict.fromkeys(ln.column for ln in body):
-        notes += _column_footnote(lines, column, size, bottom + LOWER_PART * (top - bottom))
+        note = _column_footnote(lines, column, size, bottom + LOWER_PART * (top - bottom))
+        notes += note + _run_on(lines, note, size, set(notes) | set(note))
     if not notes:
         return list(lines)
     taken = set(notes)
@@ -86,8 +87,28 @@ def _column_footnote(lines: Sequence[TextLine], column: int, size: float, below:
     return note if note_height <= MAX_SHARE * column_height else []
 
 
+def _run_on(lines: Sequence[TextLine], note: list[int], size: float, taken: set[int]) -> list[int]:
+    """The lines right after a footnote, below it and in its type but without a mark of their own: its
+    own lines that the reading order put in another column (a first line as wide as the page)."""
+    more: list[int] = []
+    index = note[-1] + 1 if note else len(lines)
+    while index < len(lines) and index not in taken and not lines[index].turned:
+        line, previous = lines[index], lines[index - 1]
+        if not _smaller(line, size) or _marked(line) or line.y1 > previous.y1:
+            break
+        more.append(index)
+        index += 1
+    return more
+
+
 def _smaller(line: TextLine, size: float) -> bool:
     return not line.block and line.size < SMALLER * size
+
+
+def starts_footnote(line: TextLine, size: float) -> bool:
+    """The line is in smaller type than the body's ``size`` and starts with a footnote's mark (under a
+    footnote's rule it is no fraction's denominator, see formulas.lines)."""
+    return _smaller(line, size) and _marked(line)
 
 
 def _marked(line: TextLine) -> bool:

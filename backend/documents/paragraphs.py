@@ -8,6 +8,7 @@ import re
 import statistics
 from typing import Optional, Sequence
 
+from backend.documents.footnotes import starts_footnote
 from backend.documents.layout import TextLine
 from backend.documents.tex_fonts import TALL_BRACE_PIECES
 from backend.text import CJK_CHAR, join_words
@@ -35,6 +36,7 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
     edges = column_edges(body_text_lines(lines) or text_lines, page_width)
     pitch = _typical_pitch(text_lines)
     blocks = _narrower_blocks(lines, edges)
+    body_size = statistics.median(ln.size for ln in text_lines)
     paragraphs: list[str] = []
     previous: Optional[TextLine] = None
     for line in lines:
@@ -45,6 +47,8 @@ def lines_to_text(lines: Sequence[TextLine], page_width: float = 0.0) -> str:
                 paragraphs.append(line.text)
         elif previous is not None and previous.column == line.column and _same_row(previous, line):
             paragraphs[-1] += " " + line.text  # far apart on one row: a code line number, a tab stop
+        elif starts_footnote(line, body_size):
+            paragraphs.append(line.text)  # after the page's last line, which may run on to the next page
         elif previous is not None and not _starts_paragraph(previous, line, edges, pitch, blocks):
             paragraphs[-1] = join_paragraph_lines(paragraphs[-1], line.text)
         else:

@@ -35,3 +35,11 @@ def test_a_page_of_references_in_small_type_keeps_its_order():
         document.close()
     assert text.index("conference on world wide web, pages 373–374.") < text.index("Richard Socher, Eric H Huang")
     assert text.index("Lu Chen, Yanbin Zhao") < text.index("Richard Socher, Eric H Huang")
+
+
+def test_a_footnote_read_after_a_page_that_runs_on_is_a_paragraph_of_its_own(settings):
+    """2312.07556 p6 ends mid-word ("Simply averaging the final local mod-"), and its footnote, read after
+    it, joined it: "mod- 3https://github.com/amazon-science/sccl"."""
+    text = parse_pdf(_paper("2312.07556v1"), settings)[5].text
+    assert text.split("\n\n")[-1] == "3https://github.com/amazon-science/sccl"
+    assert "final local mod-" in text and "mod- 3https" not in text
