@@ -50,6 +50,7 @@ _MATH_WORDS = {
     "min",
 }
 _MAX_EQUATION_CHARS = 160
+URL = re.compile(r"https?://|www\.", re.IGNORECASE)  # a footnote's link: its ":", "/" and "." are no math
 _FRACTION_HEIGHT = 1.7  # an OCR line this many times the page's usual line height holds stacked parts
 # vector-drawn formulas: glyph outlines as small paths
 _GLYPH_MAX = 3.0  # a path at most this many body font sizes wide and high is a glyph
@@ -85,6 +86,8 @@ def is_equation_line(line: TextLine, left_edge: float, right_edge: float) -> boo
     carrying an equation number."""
     text = line.text.strip()
     if line.block or not text or len(text) > _MAX_EQUATION_CHARS or len(CJK_CHAR.findall(text)) > 2:
+        return False
+    if URL.search(text):
         return False
     numbered = bool(_EQUATION_NUMBER.search(text))
     if math_share(text) == 0 or _long_words(text) > (1 if numbered else 0):

@@ -8,7 +8,8 @@ from __future__ import annotations
 import re
 from typing import Sequence
 
-from backend.documents.equations import body_size
+from backend.documents.equations import URL, body_size
+from backend.documents.footnotes import starts_footnote
 from backend.documents.formulas.geometry import bar_of, formula_latex, is_rule
 from backend.documents.layout import CJK_CHAR, BBox, Char, TextLine, union
 from backend.stage_times import stage
@@ -27,13 +28,18 @@ def page_rules(paths: Sequence[tuple[BBox, int]], size: float) -> list[BBox]:
     return [box for box, _ in paths if is_rule(box, size)]
 
 
-def mark_fraction_lines(lines: Sequence[TextLine], rules: Sequence[BBox]) -> None:
+def mark_fraction_lines(lines: Sequence[TextLine], rules: Sequence[BBox], size: float) -> None:
     """A bar with short text right above and right below it, both within its span, is a fraction: the
-    lines it touches are a display formula even when words stand in it ("Ending Value")."""
-    text_lines = [ln for ln in lines if not ln.block and ln.chars and len(CJK_CHAR.findall(ln.text)) <= 2]
+    lines it touches are a display formula even when words stand in it ("Ending Value"). A footnote's rule
+    (a footnote in smaller type right under it) is none."""
+    text_lines = [
+        ln
+        for ln in lines
+        if not ln.block and ln.chars and len(CJK_CHAR.findall(ln.text)) <= 2 and not URL.search(ln.text)
+    ]  # a link under a footnote's rule is no denominator
     for rule in rules:
         touching = [ln for ln in text_lines if _touches(ln, rule)]
-        if _radical_bar(rule, touching):
+        if _radical_bar(rule, touching) or any(_footnote_under(ln, rule, size) for ln in touching):
             continue
         above = any(_stacked_side(ln, rule, up=True) for ln in touching)
         below = any(_stacked_side(ln, rule, up=False) for ln in touching)
@@ -67,6 +73,10 @@ def _stacked_side(line: TextLine, rule: BBox, up: bool) -> bool:
     ]
     spanned = [c for c in side if rule[0] - 1 <= (c.box[0] + c.box[2]) / 2 <= rule[2] + 1]
     return 0 < len(spanned) <= _STACK_CHARS and len(spanned) >= 0.3 * len(side)
+
+
+def _footnote_under(line: TextLine, rule: BBox, size: float) -> bool:
+    return line.y1 <= rule[3] + 0.5 and starts_footnote(line, size)
 
 
 def _radical_bar(rule: BBox, lines: Sequence[TextLine]) -> bool:
@@ -162,8 +172,9 @@ def _within(rule: BBox, box: BBox) -> bool:
 def formulas_as_latex(lines: Sequence[TextLine], paths: Sequence[tuple[BBox, int]]) -> list[TextLine]:
     """The page's lines (``equation`` already marked) with fractions found by their bars and every display
     formula of the text layer written as LaTeX."""
-    rules = page_rules(paths, body_size(lines))
-    mark_fraction_lines(lines, rules)
+    size = body_size(lines)
+    rules = page_rules(paths, size)
+    mark_fraction_lines(lines, rules, size)
     return [line for line in latex_formulas(lines, rules) if not _accents_only(line.text)]
 
 

@@ -72,6 +72,18 @@ def test_lines_of_prose_around_an_inline_fraction_are_no_formula(settings):
 
 
 @pytest.mark.slow
+def test_a_footnotes_rule_is_no_fraction_bar_and_a_link_is_no_formula(settings):
+    r"""1911.01196 p1: the rule over the footnotes, a line of text above it and a footnote in smaller type
+    under it, was taken for a fraction's bar: "$$ *\mathrm{Currently\ at\ Google\ Research}. $$".
+    2312.07556 p6: a footnote's link read as "$$ 3\mathrm{https}://\mathrm{github}… $$"."""
+    [spherical] = (SHARED / "bench" / "arxiv-dev" / "docs").glob("1911.01196v1*.pdf")
+    assert "∗Currently at Google Research." in parse_pdf(spherical, settings)[0].text.split("\n\n")
+    [federated] = (SHARED / "bench" / "arxiv-dev" / "docs").glob("2312.07556v1*.pdf")
+    text = "\n\n".join(page.text for page in parse_pdf(federated, settings))
+    assert "3https://github.com/amazon-science/sccl" in text.split("\n\n") and r"\mathrm{https}" not in text
+
+
+@pytest.mark.slow
 def test_limits_under_lim_inf_and_sup_stay_with_their_operator(settings):
     """The limit line under "inf" was read left to right with it: "in_{\\theta\\in\\Theta}f", and "lim" under
     n→∞ as "nl_{\\to}im_{\\infty}", lost to a keyword search for either (arxiv-dev's held-out half, page 14)."""
