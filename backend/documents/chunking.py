@@ -32,6 +32,9 @@ _AFTER_REFERENCES = re.compile(
 _ENTRY = re.compile(r"^\s*(?:\[\d{1,3}\]|\d{1,3}\.\s+\S)")
 _YEAR = re.compile(r"\b(?:19|20)\d\d[a-z]?\b")
 _TERMINAL = re.compile(r"[。！？.!?:：;；\"”’」』)）|$]\s*$")
+# a footnote, read after its page's text ("3https://…", "∗Currently at…", "1The method…"): the next page's
+# first sentence continues the page's body, not it
+_FOOTNOTE = re.compile(r"^(?:\d{1,2}|[∗*†‡§¶])(?:https?://|[A-Z“\"(])")
 
 
 @dataclass
@@ -218,7 +221,7 @@ class _Packer:
                 self._emit(current)  # the bibliography never shares a chunk with the body
                 current = []
             if current and unit.page != current[-1].page:
-                if _continues(current[-1], unit):
+                if _continues(current[-1], unit) and not _ends_in_footnote(current):
                     unit = _Unit(unit.text, unit.page, unit.kind, False, references=unit.references)
                 elif len(_join(current)) >= self.min_chunk or self._fits_previous(current):
                     self._emit(current)
@@ -295,6 +298,11 @@ def _tail(text: str, limit: int) -> str:
         return tail if len(tail) < len(text.rstrip()) else ""
     space = tail.find(" ")
     return tail[space + 1 :] if 0 <= space < len(tail) - 1 else ""
+
+
+def _ends_in_footnote(units: Sequence[_Unit]) -> bool:
+    start = next((unit for unit in reversed(units) if unit.new_paragraph), units[0])
+    return bool(_FOOTNOTE.match(start.text.lstrip()))
 
 
 def _continues(last: _Unit, following: _Unit) -> bool:

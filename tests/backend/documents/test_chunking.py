@@ -92,3 +92,16 @@ def test_short_tail_merged_into_previous_chunk():
 def test_overlong_sentence_is_cut():
     chunks = chunk_pages([PageText(1, "字" * 1000)], size=300, overlap=0)
     assert all(len(c.text) <= 300 for c in chunks) and "".join(c.text for c in chunks) == "字" * 1000
+
+
+def test_a_footnote_ending_a_page_is_not_continued_by_the_next_page(settings):
+    """1911.01196 p6 ends with its footnote "4https://dumps.wikimedia.org/…xml.bz2" (read after the page's
+    text, no full stop): the next page's heading and paragraph were joined to it as if it ran on."""
+    from backend.documents.pdf import parse_pdf
+    from tests.conftest import BENCH
+
+    [paper] = (BENCH / "arxiv-dev" / "docs").glob("1911.01196v1*.pdf")
+    pages = [page.to_page_text() for page in parse_pdf(paper, settings)]
+    chunks = chunk_pages(pages, settings.ingest.chunk_size, settings.ingest.chunk_overlap)
+    [note] = [chunk for chunk in chunks if "4https://dumps.wikimedia.org" in chunk.text]
+    assert note.page == note.page_end == 6 and "5.2 Document Clustering" not in note.text, note.text[-300:]
