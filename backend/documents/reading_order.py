@@ -107,10 +107,11 @@ def _cut(lines: list, column: int, size: float, columns: _Columns, depth: int) -
         pieces = _around_lone_headings(lines, size)
     if len(pieces) > 1:  # whitespace across the region (a figure with no text layer), a title: parts
         return [leaf for piece in pieces for leaf in _cut(piece, column, size, columns, depth + 1)]
-    gutter = _find_gutter(lines, size, columns)
+    inner = _inner_strips(lines)  # (a sweep over every line's edges: once for both tests below)
+    gutter = _find_gutter(lines, inner, size, columns)
     if gutter is not None:
         return _cut_at_gutter(lines, gutter, column, size, columns, depth)
-    pieces = _columns_beyond_a_figure(lines, size)
+    pieces = _columns_beyond_a_figure(lines, inner, size)
     if len(pieces) == 1:
         pieces = _horizontal_pieces(lines, size)
     if len(pieces) > 1:
@@ -147,10 +148,12 @@ def _bands(lines: list, gutter: tuple[float, float]) -> list[tuple[str, list]]:
     return runs
 
 
-def _find_gutter(lines: list, size: float, columns: _Columns) -> tuple[float, float] | None:
-    """The least-crossed vertical strip that separates side-by-side columns, or None (counted as unsure
-    when a refused strip still had side-by-side groups of lines on both sides)."""
-    inner = _inner_strips(lines)
+def _find_gutter(
+    lines: list, inner: list[tuple[float, float, int]], size: float, columns: _Columns
+) -> tuple[float, float] | None:
+    """The least-crossed vertical strip (of the region's ``inner`` strips) that separates side-by-side
+    columns, or None (counted as unsure when a refused strip still had side-by-side groups of lines on both
+    sides)."""
     strips = _gutter_candidates(inner, size)
     for a, b, _ in strips:
         if _valid_gutter(lines, (a, b), size):
@@ -181,12 +184,12 @@ def _gutter_candidates(inner: list[tuple[float, float, int]], size: float) -> li
     return sorted(wide_enough, key=lambda s: (s[2], -(s[1] - s[0])))[:_GUTTER_CANDIDATES]
 
 
-def _columns_beyond_a_figure(lines: list, size: float) -> list[list]:
+def _columns_beyond_a_figure(lines: list, inner: list[tuple[float, float, int]], size: float) -> list[list]:
     """[above, below] where the region's lines that cross a strip all stand above (or all below) two
     columns that face each other across it with no whitespace between: a figure's labels and caption as
     wide as the page, right on top of the columns. A figure's labels stand beside each other, so the
     strip failed as a gutter for the whole region. [lines] when there is no such cut."""
-    for a, b, _ in _gutter_candidates(_inner_strips(lines), size):
+    for a, b, _ in _gutter_candidates(inner, size):
         wide = [ln for ln in lines if _crosses(ln, (a, b))]
         if not wide:
             continue
@@ -195,7 +198,7 @@ def _columns_beyond_a_figure(lines: list, size: float) -> list[list]:
             (True, [ln for ln in lines if ln.box[3] <= lowest], [ln for ln in lines if ln.box[3] > lowest]),
             (False, [ln for ln in lines if ln.box[1] >= highest], [ln for ln in lines if ln.box[1] < highest]),
         ):
-            if rest and _facing_rows(columns_part, (a, b)) and _valid_gutter(columns_part, (a, b), size):
+            if rest and _faces(columns_part, (a, b)) and _valid_gutter(columns_part, (a, b), size):
                 return _columns_apart(columns_part, rest, below, (a, b), size)
     return [lines]
 
@@ -206,10 +209,10 @@ def _columns_apart(columns_part: list, rest: list, below: bool, gutter: tuple[fl
     list of references that are as wide as the page), goes with the rest."""
     pieces = _horizontal_pieces(columns_part, size)
     if below:
-        while len(pieces) > 1 and not _facing_rows(pieces[0], gutter):
+        while len(pieces) > 1 and not _faces(pieces[0], gutter):
             rest = rest + pieces.pop(0)
         return [rest, [ln for piece in pieces for ln in piece]]
-    while len(pieces) > 1 and not _facing_rows(pieces[-1], gutter):
+    while len(pieces) > 1 and not _faces(pieces[-1], gutter):
         rest = pieces.pop() + rest
     return [[ln for piece in pieces for ln in piece], rest]
 
@@ -217,19 +220,27 @@ def _columns_apart(columns_part: list, rest: list, below: bool, gutter: tuple[fl
 def _side_by_side(lines: list, gutter: tuple[float, float], size: float) -> bool:
     """Rows of text on both sides of the strip: at least four rows where lines face each other, and on
     each side lines longer than an equation number or a table cell usually is."""
-    left = [ln for ln in lines if ln.box[2] <= gutter[0] + 0.01 and not getattr(ln, "block", False)]
-    right = [ln for ln in lines if ln.box[0] >= gutter[1] - 0.01 and not getattr(ln, "block", False)]
+    left, right = _text_sides(lines, gutter)
     if len(left) < _MIN_FACING_ROWS or len(right) < _MIN_FACING_ROWS:
         return False
     if min(statistics.median(ln.box[2] - ln.box[0] for ln in side) for side in (left, right)) < _MIN_SIDE_EMS * size:
         return False
-    return _facing_rows(left + right, gutter)
+    return _facing_rows(left, right)
 
 
-def _facing_rows(lines: list, gutter: tuple[float, float]) -> bool:
-    """At least _MIN_FACING_ROWS lines left of the strip with a line right of it on their row."""
+def _text_sides(lines: list, gutter: tuple[float, float]) -> tuple[list, list]:
+    """The lines (not tables) wholly left of the strip, and those wholly right of it."""
     left = [ln for ln in lines if ln.box[2] <= gutter[0] + 0.01 and not getattr(ln, "block", False)]
     right = [ln for ln in lines if ln.box[0] >= gutter[1] - 0.01 and not getattr(ln, "block", False)]
+    return left, right
+
+
+def _faces(lines: list, gutter: tuple[float, float]) -> bool:
+    return _facing_rows(*_text_sides(lines, gutter))
+
+
+def _facing_rows(left: list, right: list) -> bool:
+    """At least _MIN_FACING_ROWS lines of ``left`` with a line of ``right`` on their row."""
     facing = 0
     for a in left:
         facing += any(_beside(a, b) for b in right)
