@@ -18,7 +18,7 @@ import pypdfium2.raw as pdfium_c
 from backend.documents.footnotes import footnotes_last
 from backend.documents.line_numbers import margin_line_numbers
 from backend.documents.reading_order import reading_leaves
-from backend.documents.tex_fonts import NEGATION, delimiter_piece, shown_char
+from backend.documents.tex_fonts import DELIMITER_CODES, NEGATION, delimiter_piece, shown_char
 from backend.text import CJK_CHAR
 
 BBox = tuple[float, float, float, float]  # x0, y0 (bottom), x1, y1 (top)
@@ -191,7 +191,7 @@ def _page_chars(textpage: pdfium.PdfTextPage) -> Iterator[Optional[Char]]:
             yield None
         elif code == 0xFFFE or 0 < code < 0x20 and _hyphen_shaped(box, size):
             yield Char("-", box, size, level)  # a hyphen glyph without a Unicode mapping, or pdfium's U+FFFE
-        elif 0xF8E5 <= code <= 0xF8FE and (piece := delimiter_piece(code)) is not None:
+        elif code in DELIMITER_CODES and (piece := delimiter_piece(code)) is not None:
             if piece:  # a tall delimiter's top piece reads as it, its other pieces as nothing
                 yield Char(piece, box, size, level)
         elif code >= 0x20 and code != 0xFFFF:

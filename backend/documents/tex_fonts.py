@@ -89,6 +89,7 @@ _PIECES = dict.fromkeys([*range(0xF8E5, 0xF8F1), *range(0xF8F5, 0xF8FC)], _DROP)
     0xF8F9: "]",
 }
 TALL_BRACE_PIECES = "".join(map(chr, [*range(0xF8F1, 0xF8F5), *range(0xF8FC, 0xF8FF)]))
+DELIMITER_CODES = range(0xF8E5, 0xF8FF)  # every piece above: a glyph outside it need not ask delimiter_piece
 
 
 def delimiter_piece(code: int) -> Optional[str]:
